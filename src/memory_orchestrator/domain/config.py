@@ -1,0 +1,118 @@
+"""Tunable settings of the pipeline (plain dataclasses; the entrypoints fill them from settings)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from memory_orchestrator.ports import EdgeType, Intent
+
+
+def _table(rows: dict[Intent, dict[EdgeType, float]]) -> Mapping[Intent, Mapping[EdgeType, float]]:
+    return MappingProxyType({intent: MappingProxyType(dict(row)) for intent, row in rows.items()})
+
+
+#: Edge weights per intent (DESIGN.md); ``supersedes`` is never followed for relevance.
+DEFAULT_EDGE_WEIGHTS = _table(
+    {
+        Intent.WHY: {
+            EdgeType.CAUSAL: 0.70,
+            EdgeType.TEMPORAL: 0.20,
+            EdgeType.ENTITY: 0.05,
+            EdgeType.SEMANTIC: 0.05,
+            EdgeType.SUPERSEDES: 0.0,
+        },
+        Intent.WHEN: {
+            EdgeType.TEMPORAL: 0.65,
+            EdgeType.CAUSAL: 0.15,
+            EdgeType.ENTITY: 0.10,
+            EdgeType.SEMANTIC: 0.10,
+            EdgeType.SUPERSEDES: 0.0,
+        },
+        Intent.ENTITY: {
+            EdgeType.ENTITY: 0.55,
+            EdgeType.SEMANTIC: 0.30,
+            EdgeType.CAUSAL: 0.10,
+            EdgeType.TEMPORAL: 0.05,
+            EdgeType.SUPERSEDES: 0.0,
+        },
+        Intent.GENERAL: {
+            EdgeType.TEMPORAL: 0.25,
+            EdgeType.ENTITY: 0.25,
+            EdgeType.CAUSAL: 0.25,
+            EdgeType.SEMANTIC: 0.25,
+            EdgeType.SUPERSEDES: 0.0,
+        },
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RankingWeights:
+    """Weights of the re-ranking formula (DESIGN.md, pipeline step 4)."""
+
+    relevance: float = 1.0
+    recency: float = 0.15
+    graph: float = 0.35
+    type_match: float = 0.10
+    entity: float = 0.30
+    importance: float = 0.05
+    cross_reference: float = 0.10
+    duplication: float = 0.20
+    noise: float = 0.20
+    #: Multiplier applied to the score of a superseded memory.
+    superseded_factor: float = 0.25
+
+
+@dataclass(frozen=True, slots=True)
+class ExpansionLimits:
+    """Bounds of the graph expansion."""
+
+    hops: int = 2
+    beam_width: int = 10
+    max_visited: int = 200
+    #: Neighbours kept per node per hop (hub guard); the rest is recorded as cut.
+    max_fanout: int = 12
+    #: Expanded items must reach this path score to enter ranking.
+    min_path_score: float = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineConfig:
+    """Everything the pipeline can be tuned by. Every field has a sensible default."""
+
+    default_top_k: int = 10
+    max_top_k: int = 100
+    #: Candidates fetched per channel and subquery before fusion.
+    candidates_per_channel: int = 50
+    rrf_k: int = 60
+    edge_weights: Mapping[Intent, Mapping[EdgeType, float]] = field(
+        default_factory=lambda: DEFAULT_EDGE_WEIGHTS
+    )
+    allowed_edge_types: tuple[EdgeType, ...] = (
+        EdgeType.TEMPORAL,
+        EdgeType.ENTITY,
+        EdgeType.CAUSAL,
+        EdgeType.SEMANTIC,
+    )
+    expansion: ExpansionLimits = ExpansionLimits()
+    weights: RankingWeights = RankingWeights()
+    #: Half-life of the recency signal, in days.
+    recency_half_life_days: float = 30.0
+    #: Token Jaccard at or above which two results are one (read path) / a write is a near duplicate.
+    dedup_threshold: float = 0.85
+    write_dedup_threshold: float = 0.85
+    #: Per-stage timeout in seconds (retrieval, expansion); a stage that overruns is cut with a warning.
+    stage_timeout_s: float = 5.0
+    #: Items scoring below this are dropped with reason ``below threshold``.
+    min_score: float = 0.0
+    #: Characters per token for the budget estimate.
+    chars_per_token: float = 4.0
+    #: Max characters of one item's text in a packed context before it is trimmed around the query.
+    max_item_chars: int = 600
+    #: Orchestration off: every call passes straight through to the backend's own recall / remember.
+    passthrough: bool = False
+    #: Traces kept in the trace store (oldest are pruned), and how much they hold (``basic|full``).
+    trace_retention: int = 1000
+    trace_verbosity: str = "basic"

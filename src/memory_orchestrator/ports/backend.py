@@ -1,0 +1,174 @@
+"""The memory backend port: what the domain needs from any store."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
+from types import TracebackType
+from typing import Any, Protocol, Self, runtime_checkable
+
+from memory_orchestrator.ports.records import (
+    BackendHealth,
+    Capabilities,
+    Change,
+    Edge,
+    EdgeType,
+    Filters,
+    Hit,
+    MemoryRecord,
+    Neighbor,
+    NewMemory,
+    RecallQuery,
+    WriteResult,
+)
+from memory_orchestrator.ports.scoring import Scorer
+
+
+@runtime_checkable
+class MemoryBackend(Protocol):
+    """A graph memory store.
+
+    Life cycle: construct (cheap, no I/O), then ``await open()`` or ``async with``; ``aclose()`` is
+    idempotent. Every method raises only errors of :mod:`memory_orchestrator.ports.errors`:
+    ``InvalidRequest`` for bad input (nothing is changed), ``NotFound`` for unknown ids where an id is
+    required, ``BackendUnavailable`` / ``BackendRejected`` for store failures.
+    """
+
+    #: The registered name of the backend (``sqlite``, ``memory``, ``neo4j``, ``mnemon`` ...).
+    name: str
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What this backend does natively."""
+        ...
+
+    async def open(self) -> None:
+        """Connect / create the store. Calling it twice is harmless."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release every resource. Idempotent."""
+        ...
+
+    async def __aenter__(self) -> Self:
+        """Open and return the backend."""
+        ...
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Close the backend."""
+        ...
+
+    async def remember(self, memory: NewMemory) -> WriteResult:
+        """Store a memory and create its automatic edges.
+
+        With ``memory.dedup`` an active memory of identical normalised content is not stored again:
+        the result is ``skipped`` with the existing id. Near duplicates are reported as candidates.
+        """
+        ...
+
+    async def link(self, edge: Edge) -> Edge:
+        """Create or replace a typed edge between two active memories; returns the stored edge.
+
+        Non-``supersedes`` edges are stored in both directions. ``supersedes`` marks ``edge.target``
+        as replaced by ``edge.source``. Unknown ids raise ``NotFound``; a self-edge is invalid.
+        """
+        ...
+
+    async def recall(self, query: RecallQuery) -> list[Hit]:
+        """The backend's own ranked retrieval (anchors fused, its own scoring), best first."""
+        ...
+
+    async def search(
+        self, text: str, *, limit: int = 10, filters: Filters = Filters(), now: datetime | None = None
+    ) -> list[Hit]:
+        """Keyword retrieval only, best first; only memories sharing a term with ``text``."""
+        ...
+
+    async def neighbors(
+        self,
+        ids: Sequence[str],
+        *,
+        edge_types: Collection[EdgeType] | None = None,
+        hops: int = 1,
+        limit: int = 100,
+        filters: Filters = Filters(),
+    ) -> list[Neighbor]:
+        """Memories linked to any of ``ids`` within ``hops``, over edges in both directions.
+
+        The start ids are excluded, as are forgotten memories. A constant number of store queries per
+        hop, never one per id. At most ``limit`` neighbours, strongest edges first, ties by id.
+        """
+        ...
+
+    async def get(self, ids: Sequence[str]) -> list[MemoryRecord]:
+        """Active memories by id, in the order asked; unknown or forgotten ids are left out."""
+        ...
+
+    async def forget(self, memory_id: str) -> None:
+        """Soft-delete a memory and hide its edges. Unknown or already forgotten: ``NotFound``."""
+        ...
+
+    async def recent(
+        self, *, limit: int = 20, filters: Filters = Filters(), now: datetime | None = None
+    ) -> list[MemoryRecord]:
+        """The newest active memories (created at or before ``now``), newest first."""
+        ...
+
+    async def changes(self, since: datetime, *, limit: int = 100) -> list[Change]:
+        """What happened since ``since`` (added, updated, superseded, forgotten), oldest first."""
+        ...
+
+    async def known_entities(self, *, limit: int = 1000) -> list[str]:
+        """Entity names stored in the backend, most used first (the planner matches against them)."""
+        ...
+
+    async def health(self, *, probe: bool = False) -> BackendHealth:
+        """Readiness checks; with ``probe`` a real write/read/forget round trip is made."""
+        ...
+
+
+class BackendFactory(Protocol):
+    """Builds a backend from its configuration section (no I/O: the caller opens it)."""
+
+    def __call__(self, options: Mapping[str, Any]) -> MemoryBackend:
+        """Return an unopened backend configured by ``options``."""
+        ...
+
+
+class ScorerFactory(Protocol):
+    """Builds a scorer from its configuration section."""
+
+    def __call__(self, options: Mapping[str, Any]) -> Scorer:
+        """Return a scorer configured by ``options``."""
+        ...
+
+
+class AsyncLifecycle:
+    """Mixin giving ``async with`` on top of ``open()`` / ``aclose()``."""
+
+    async def open(self) -> None:
+        """Open the resource."""
+        raise NotImplementedError
+
+    async def aclose(self) -> None:
+        """Close the resource."""
+        raise NotImplementedError
+
+    async def __aenter__(self) -> Self:
+        """Open and return self."""
+        await self.open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        """Close."""
+        await self.aclose()

@@ -1,0 +1,294 @@
+"""Records exchanged between the domain and the memory backends.
+
+All records are frozen, slotted dataclasses with aware UTC datetimes. Collections are tuples so that
+records stay immutable; mappings (``metadata``, ``signals``) are excluded from hashing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from types import MappingProxyType
+
+
+class EdgeType(StrEnum):
+    """The typed edges of the four-graph store, plus supersession."""
+
+    TEMPORAL = "temporal"
+    ENTITY = "entity"
+    CAUSAL = "causal"
+    SEMANTIC = "semantic"
+    SUPERSEDES = "supersedes"
+
+
+class Intent(StrEnum):
+    """What a question is after; it decides which edges expansion prefers."""
+
+    WHY = "WHY"
+    WHEN = "WHEN"
+    ENTITY = "ENTITY"
+    GENERAL = "GENERAL"
+
+
+class WriteAction(StrEnum):
+    """What a write did: stored a new memory, found an existing one, or replaced one."""
+
+    ADDED = "added"
+    SKIPPED = "skipped"
+    UPDATED = "updated"
+
+
+class ChangeKind(StrEnum):
+    """Kinds of change reported by :meth:`MemoryBackend.changes`."""
+
+    ADDED = "added"
+    UPDATED = "updated"
+    SUPERSEDED = "superseded"
+    FORGOTTEN = "forgotten"
+
+
+#: Memory categories shared with Mnemon.
+CATEGORIES: tuple[str, ...] = ("preference", "decision", "fact", "insight", "context", "general")
+
+#: Bounds shared by every backend (Mnemon's limits, so data moves freely between backends).
+MAX_CONTENT_BYTES = 8000
+MAX_TAGS = 20
+MAX_TAG_CHARS = 100
+MAX_ENTITIES = 50
+MAX_ENTITY_CHARS = 200
+MAX_SOURCE_CHARS = 100
+
+EMPTY_MAPPING: Mapping[str, str] = MappingProxyType({})
+
+
+def _frozen(mapping: Mapping[str, str] | None) -> Mapping[str, str]:
+    return MappingProxyType(dict(mapping)) if mapping else EMPTY_MAPPING
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryRecord:
+    """One stored memory as a backend returns it."""
+
+    id: str
+    content: str
+    created_at: datetime
+    updated_at: datetime
+    category: str = "general"
+    importance: int = 3
+    tags: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+    source: str = "user"
+    metadata: Mapping[str, str] = field(default_factory=lambda: EMPTY_MAPPING, hash=False, compare=False)
+    #: Ids of memories that supersede this one (empty when it is current).
+    superseded_by: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "metadata", _frozen(self.metadata))
+
+
+@dataclass(frozen=True, slots=True)
+class NewMemory:
+    """A request to store a memory. ``created_at`` may lie in the past (back-dated import)."""
+
+    content: str
+    category: str = "general"
+    importance: int = 3
+    tags: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+    source: str = "user"
+    created_at: datetime | None = None
+    metadata: Mapping[str, str] = field(default_factory=lambda: EMPTY_MAPPING, hash=False, compare=False)
+    #: False stores the content even when an identical active memory exists.
+    dedup: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "metadata", _frozen(self.metadata))
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """A typed, weighted, directed edge ``source -> target``.
+
+    For ``supersedes`` the direction matters: ``source`` replaces ``target``. Other types are written in
+    both directions by the backends, so traversal sees them from either end.
+    """
+
+    source: str
+    target: str
+    type: EdgeType
+    weight: float = 1.0
+    metadata: Mapping[str, str] = field(default_factory=lambda: EMPTY_MAPPING, hash=False, compare=False)
+    created_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "metadata", _frozen(self.metadata))
+
+
+@dataclass(frozen=True, slots=True)
+class TimeRange:
+    """A half-open interval ``[start, end)`` on ``created_at``; either side may be open."""
+
+    start: datetime | None = None
+    end: datetime | None = None
+
+    def contains(self, moment: datetime) -> bool:
+        """True when ``moment`` lies inside the range."""
+        if self.start is not None and moment < self.start:
+            return False
+        return not (self.end is not None and moment >= self.end)
+
+
+@dataclass(frozen=True, slots=True)
+class Filters:
+    """Restrictions every retrieval call honours (natively or, failing that, in the domain).
+
+    Empty tuples mean "no restriction". ``entities`` matches memories carrying any of the names
+    (case-insensitive). ``time_range`` restricts ``created_at``.
+    """
+
+    categories: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+    entities: tuple[str, ...] = ()
+    time_range: TimeRange | None = None
+
+    def is_empty(self) -> bool:
+        """True when nothing is restricted."""
+        return not (self.categories or self.sources or self.entities or self.time_range)
+
+    def admits(self, record: MemoryRecord) -> bool:
+        """True when ``record`` passes every restriction (the domain-side fallback)."""
+        if self.categories and record.category not in self.categories:
+            return False
+        if self.sources and record.source not in self.sources:
+            return False
+        if self.entities:
+            wanted = {name.casefold() for name in self.entities}
+            if not wanted.intersection(name.casefold() for name in record.entities):
+                return False
+        return not (self.time_range and not self.time_range.contains(record.created_at))
+
+
+@dataclass(frozen=True, slots=True)
+class RecallQuery:
+    """The backend's own retrieval request.
+
+    ``now`` is the moment the question is asked: recency is measured from it, and memories created
+    after it are invisible (an "as of" query). ``None`` means the backend's wall clock.
+    """
+
+    text: str
+    limit: int = 10
+    intent: Intent | None = None
+    filters: Filters = Filters()
+    now: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A memory found by a retrieval channel.
+
+    ``score`` is the channel's own score (higher is better, not comparable across channels);
+    ``signals`` holds the per-signal parts it was made of; ``via`` names how it was reached
+    (``keyword``, ``recency``, ``entity``, ``vector``, ``recall``, or an edge type).
+    """
+
+    record: MemoryRecord
+    score: float
+    via: str = "recall"
+    signals: Mapping[str, float] = field(default_factory=dict, hash=False, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbor:
+    """A memory reached from ``from_id`` over ``edge`` (``edge`` keeps its stored direction)."""
+
+    record: MemoryRecord
+    edge: Edge
+    from_id: str
+    hops: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class LinkCandidate:
+    """An existing memory a write could be linked to; the agent may confirm it with ``link``."""
+
+    id: str
+    content: str
+    similarity: float
+    edge_type: EdgeType = EdgeType.SEMANTIC
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class WriteResult:
+    """The outcome of ``remember``.
+
+    On ``skipped`` ``id`` is the existing memory's id and ``duplicate_of`` repeats it.
+    """
+
+    id: str
+    action: WriteAction
+    duplicate_of: str | None = None
+    candidates: tuple[LinkCandidate, ...] = ()
+    edges_created: Mapping[str, int] = field(default_factory=dict, hash=False, compare=False)
+    record: MemoryRecord | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One entry of a backend's change history."""
+
+    kind: ChangeKind
+    memory_id: str
+    at: datetime
+    record: MemoryRecord | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class HealthCheck:
+    """One named readiness check: ``status`` is ``ok``, ``degraded`` or ``error``."""
+
+    name: str
+    status: str
+    detail: str = ""
+    duration_ms: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class BackendHealth:
+    """What a backend says about itself."""
+
+    backend: str
+    status: str
+    checks: tuple[HealthCheck, ...] = ()
+    version: str = ""
+    memory_count: int | None = None
+    details: Mapping[str, str] = field(default_factory=lambda: EMPTY_MAPPING, hash=False, compare=False)
+
+    @property
+    def ok(self) -> bool:
+        """True unless the backend is in error."""
+        return self.status != "error"
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a backend can do natively; the domain branches on these, never on the backend's type."""
+
+    keyword_search: bool = True
+    vector_search: bool = False
+    native_recall: bool = True
+    intent_recall: bool = False
+    neighbors: bool = True
+    supersedes: bool = True
+    backdated_writes: bool = True
+    forget: bool = True
+    time_filters: bool = True
+    entity_filters: bool = True
+    category_filters: bool = True
+    source_filters: bool = True
+    change_log: bool = True
+    known_entities: bool = True
