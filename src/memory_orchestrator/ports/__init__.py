@@ -56,6 +56,7 @@ from memory_orchestrator.ports.records import (
     WriteResult,
 )
 from memory_orchestrator.ports.scoring import Scorer, ScoringContext
+from memory_orchestrator.ports.traces import TraceStore
 
 __all__ = [
     "CATEGORIES",
@@ -98,6 +99,7 @@ __all__ = [
     "ScoringContext",
     "SystemClock",
     "TimeRange",
+    "TraceStore",
     "WriteAction",
     "WriteResult",
     "ensure_utc",

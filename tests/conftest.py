@@ -1,0 +1,12 @@
+"""Shared test configuration: async tests run on asyncio through anyio's pytest plugin."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest_plugins = ["services.neo4j.fixture"]
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
