@@ -1,0 +1,130 @@
+"""Loading eval-format datasets: files, folders, store folders, and clear errors on bad lines."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from memory_orchestrator.evaluation.datasets import (
+    chronological,
+    load_dataset,
+    to_new_memory,
+)
+from memory_orchestrator.ports import EdgeType, InvalidRequest
+
+
+def _write(path: Path, rows: list[dict[str, object]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+
+
+MEMORIES = [
+    {"id": "m2", "content": "Second", "created_at": "2026-03-15T09:00:00Z", "source": "bob"},
+    {
+        "id": "m1",
+        "content": "First",
+        "category": "decision",
+        "importance": 4,
+        "entities": ["Atlas"],
+        "created_at": "2026-03-14T09:30:00Z",
+    },
+    {"link": {"source": "m1", "target": "m2", "type": "causal", "weight": 0.8}},
+]
+QUERIES = [
+    {
+        "id": "q1",
+        "query": "why?",
+        "now": "2026-10-01T09:00:00Z",
+        "gold": ["m1"],
+        "must_not": ["m2"],
+        "intent": "WHY",
+        "kind": "causal-chain",
+        "gold_dups": {"m1": ["m2"]},
+        "conversation": "c1",
+    },
+]
+
+
+def test_folder_with_files_loads_memories_links_and_queries(tmp_path: Path) -> None:
+    _write(tmp_path / "memories.jsonl", MEMORIES)
+    _write(tmp_path / "queries.jsonl", QUERIES)
+    _write(tmp_path / "links.jsonl", [{"source": "m2", "target": "m1", "type": "temporal"}])
+
+    [store] = load_dataset(tmp_path)
+
+    assert [m.id for m in store.memories] == ["m2", "m1"]
+    first = store.memories[1]
+    assert (first.category, first.importance, first.entities) == ("decision", 4, ("Atlas",))
+    assert first.created_at == datetime(2026, 3, 14, 9, 30, tzinfo=UTC)
+    assert [(link.source, link.type, link.weight) for link in store.links] == [
+        ("m1", EdgeType.CAUSAL, 0.8),
+        ("m2", EdgeType.TEMPORAL, 1.0),
+    ]
+    [query] = store.queries
+    assert query.gold == ("m1",) and query.must_not == ("m2",)
+    assert query.gold_dups["m1"] == ("m2",)
+    assert dict(query.slices) == {"kind": "causal-chain", "intent": "WHY", "conversation": "c1"}
+
+
+def test_queries_file_with_separate_corpus(tmp_path: Path) -> None:
+    _write(tmp_path / "corpus" / "mem.jsonl", MEMORIES)
+    _write(tmp_path / "q" / "queries.jsonl", QUERIES)
+
+    [store] = load_dataset(tmp_path / "q" / "queries.jsonl", corpus=tmp_path / "corpus" / "mem.jsonl")
+
+    assert len(store.memories) == 2 and len(store.queries) == 1
+
+
+def test_folder_of_stores_loads_each_in_name_order(tmp_path: Path) -> None:
+    for name in ("conv-2", "conv-1"):
+        _write(tmp_path / name / "memories.jsonl", MEMORIES)
+        _write(tmp_path / name / "queries.jsonl", QUERIES)
+
+    stores = load_dataset(tmp_path)
+
+    assert [store.name for store in stores] == ["conv-1", "conv-2"]
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ({"id": "m1"}, "missing 'content'"),
+        ({"id": "m1", "content": "x", "category": "nope"}, "category 'nope'"),
+        ({"id": "m1", "content": "x", "importance": 9}, "importance must be an integer 1-5"),
+        ({"id": "m1", "content": "x", "created_at": "soon"}, "not an ISO 8601 timestamp"),
+        ({"link": {"source": "a", "target": "b", "type": "friendship"}}, "link type 'friendship'"),
+    ],
+)
+def test_bad_lines_are_rejected_with_file_and_line(
+    tmp_path: Path, row: dict[str, object], message: str
+) -> None:
+    _write(tmp_path / "memories.jsonl", [{"id": "m0", "content": "fine"}, row])
+
+    with pytest.raises(InvalidRequest, match=message) as caught:
+        load_dataset(tmp_path)
+
+    assert "memories.jsonl:2" in str(caught.value)
+
+
+def test_duplicate_ids_and_missing_paths_are_rejected(tmp_path: Path) -> None:
+    _write(tmp_path / "memories.jsonl", [{"id": "m1", "content": "a"}, {"id": "m1", "content": "b"}])
+    with pytest.raises(InvalidRequest, match="duplicate id 'm1'"):
+        load_dataset(tmp_path)
+    with pytest.raises(InvalidRequest, match="not found"):
+        load_dataset(tmp_path / "missing")
+
+
+def test_chronological_order_and_write_requests(tmp_path: Path) -> None:
+    _write(tmp_path / "memories.jsonl", [*MEMORIES, {"id": "m3", "content": "Undated"}])
+    [store] = load_dataset(tmp_path)
+
+    ordered = chronological(store.memories)
+
+    assert [m.id for m in ordered] == ["m1", "m2", "m3"]
+    backdated = to_new_memory(ordered[0], backdated=True)
+    assert backdated.created_at == datetime(2026, 3, 14, 9, 30, tzinfo=UTC)
+    assert backdated.dedup is False and backdated.metadata["dataset_id"] == "m1"
+    assert to_new_memory(ordered[0], backdated=False).created_at is None
