@@ -1,0 +1,253 @@
+"""Shared text rules: tokens, content hashes, similarity, causal and negation cues, entity extraction.
+
+Pure and standard-library only. Every backend and the domain use these same rules so that a memory
+deduplicates, links and matches the same way whatever store holds it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+
+
+def _word_set(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+#: Common English words that carry no retrieval signal.
+STOP_WORDS: frozenset[str] = _word_set(
+    """
+    a about after all also am an and any are as at be been before being but by can could did do does
+    doing for from had has have having he her here hers him his how i if in into is it its itself just
+    me more most my no nor not of off on once only or other our ours out over own same she should so
+    some such than that the their theirs them then there these they this those through to too under
+    until up very was we were what when where which while who whom why will with would you your yours
+    """
+)
+
+_WORD_RUN = re.compile(r"[^\W_]+")
+_HAN_RUN = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]+")
+_WHITESPACE = re.compile(r"\s+")
+
+
+def _han_bigrams(run: str) -> list[str]:
+    # Chinese has no spaces: overlapping bigrams are the usual cheap stand-in for word segmentation.
+    if len(run) == 1:
+        return [run]
+    return [run[index : index + 2] for index in range(len(run) - 1)]
+
+
+def tokenize(text: str) -> list[str]:
+    """Lowercased letter/digit tokens of ``text`` in order, stop words dropped, Han runs as bigrams."""
+    tokens: list[str] = []
+    for run in _WORD_RUN.findall(text.lower()):
+        position = 0
+        for han in _HAN_RUN.finditer(run):
+            tokens.extend(_plain_tokens(run[position : han.start()]))
+            tokens.extend(_han_bigrams(han.group()))
+            position = han.end()
+        tokens.extend(_plain_tokens(run[position:]))
+    return tokens
+
+
+def _plain_tokens(segment: str) -> list[str]:
+    if not segment or segment in STOP_WORDS:
+        return []
+    return [segment]
+
+
+def normalise_content(text: str) -> str:
+    """Whitespace-collapsed, casefolded, stripped text: the form two 'identical' memories share."""
+    return _WHITESPACE.sub(" ", text).strip().casefold()
+
+
+def content_hash(text: str) -> str:
+    """SHA-256 hex digest of :func:`normalise_content` (the exact-duplicate key)."""
+    return hashlib.sha256(normalise_content(text).encode("utf-8")).hexdigest()
+
+
+def jaccard(a_tokens: Iterable[str], b_tokens: Iterable[str]) -> float:
+    """|A∩B| / |A∪B| of the two token sets; 0.0 when both are empty."""
+    a, b = set(a_tokens), set(b_tokens)
+    union = len(a | b)
+    return len(a & b) / union if union else 0.0
+
+
+def overlap(a_tokens: Iterable[str], b_tokens: Iterable[str]) -> float:
+    """|A∩B| / max(|A|, |B|) of the two token sets; 0.0 when either is empty."""
+    a, b = set(a_tokens), set(b_tokens)
+    largest = max(len(a), len(b))
+    return len(a & b) / largest if a and b else 0.0
+
+
+_PREVENT_CUES = (
+    r"prevents?|prevented|preventing|to avoid|avoids?|avoided|so as not to|blocks?|stops?\s+\w+\s+from"
+)
+_ENABLE_CUES = (
+    r"enables?|enabled|allows?|allowed|lets|makes? it possible|so that|in order to|unblocks?|unblocked"
+)
+_CAUSE_CUES = (
+    r"because|therefore|thus|hence|due to|caused by|causes?|caused|as a result|consequently|"
+    r"decided to|chosen because|chose .{1,40}? because|the reason|reasons? (?:is|was|why)|"
+    r"leads? to|led to|results? in|resulted in|since|so we|which is why|that is why|thanks to|owing to|"
+    r"triggered|triggers?|broke|breaks"
+)
+
+#: Any wording that states a cause, a reason or a purpose.
+CAUSAL_CUE = re.compile(rf"\b(?:{_PREVENT_CUES}|{_ENABLE_CUES}|{_CAUSE_CUES})\b", re.IGNORECASE)
+_PREVENT = re.compile(rf"\b(?:{_PREVENT_CUES})\b", re.IGNORECASE)
+_ENABLE = re.compile(rf"\b(?:{_ENABLE_CUES})\b", re.IGNORECASE)
+
+#: Wording that says a previous fact no longer holds (a hint that a memory supersedes another).
+NEGATION = re.compile(
+    r"\b(?:no longer|not anymore|any ?more|don'?t|doesn'?t|didn'?t|do not|does not|never|"
+    r"switched (?:from|away from|to)|moved (?:away )?from|migrated (?:away )?from|instead of|rather than|"
+    r"replaced|replaces|replacing|deprecated|dropped|stopped using|abandoned|reverted|retired|"
+    r"changed (?:from|to)|not use|won'?t|isn'?t|aren'?t|wasn'?t|cancelled|canceled)\b",
+    re.IGNORECASE,
+)
+
+
+def has_causal_cue(text: str) -> bool:
+    """True when ``text`` states a cause, reason or purpose."""
+    return CAUSAL_CUE.search(text) is not None
+
+
+def has_negation(text: str) -> bool:
+    """True when ``text`` says something stopped, changed or was replaced."""
+    return NEGATION.search(text) is not None
+
+
+def causal_subtype(text: str) -> str | None:
+    """``prevents``, ``enables`` or ``causes`` (in that precedence) for a causal text, else ``None``."""
+    if _PREVENT.search(text):
+        return "prevents"
+    if _ENABLE.search(text):
+        return "enables"
+    if CAUSAL_CUE.search(text):
+        return "causes"
+    return None
+
+
+# Uppercase words that are ordinary language, units or filler rather than names.
+_ACRONYM_STOP: frozenset[str] = _word_set(
+    """
+    A I OK ID IDS AM PM UTC GMT FYI ASAP TODO TBD TBA ETA IMO IMHO BTW AFAIK NB PS RE FW FWD EOD EOW
+    AND OR NOT THE FOR BUT YES NO IT IS IN ON AT TO OF BY WE US MY ME HE SHE NEW ALL ANY LOL WIP NA
+    N/A MB GB KB TB MS
+    """
+)
+
+# Capitalised words that start sentences and must not open a multi-word name.
+_LEADING_FILLER: frozenset[str] = (
+    _word_set(
+        """
+    yesterday today tomorrow then also however so but and or when after before since because
+    monday tuesday wednesday thursday friday saturday sunday last next this that these those our
+    my we i please note maybe
+    """
+    )
+    | STOP_WORDS
+)
+
+_URL = re.compile(r"\bhttps?://[^\s<>\"'()\[\]]+", re.IGNORECASE)
+_PATH = re.compile(
+    r"(?<![\w/.:])(?:~|\.{1,2})?(?:/[\w.\-]+){2,}/?"
+    r"|(?<![\w/.:])[\w.\-]+(?:/[\w.\-]+)+\.[A-Za-z0-9]{1,8}\b"
+    r"|(?<![\w/.:-])[\w\-]+\.(?:py|js|ts|tsx|jsx|go|rs|java|rb|md|json|ya?ml|toml|ini|cfg|sql|sh|txt|csv|html|css|db)\b"
+)
+_MENTION = re.compile(r"(?<![\w@])@[A-Za-z0-9_][\w\-]*(?:\.[\w\-]+)*")
+_QUOTED = re.compile(r"\"([^\"\n]{2,80})\"|“([^”\n]{2,80})”")
+_CAMEL = re.compile(r"\b(?:[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[a-z]+[A-Z][A-Za-z0-9]*)\b")
+_ALL_CAPS = re.compile(r"\b[A-Z][A-Z0-9]{1,5}\b")
+_MULTI_WORD = re.compile(r"\b[A-Z][a-z]+(?:[ \t]+(?:of|the|de|van|von|da|del)?[ \t]*[A-Z][a-z]+)+\b")
+_TRAILING_PUNCTUATION = ".,;:!?"
+
+
+def extract_entities(text: str, known: Sequence[str] = ()) -> tuple[str, ...]:
+    """Names mentioned in ``text``, in order of appearance, deduplicated case-insensitively.
+
+    Recognised: URLs, file paths, @mentions, quoted titles, capitalised multi-word names, CamelCase
+    words, ALLCAPS acronyms of 2-6 characters (minus common filler), and any of ``known`` appearing
+    as a whole word (case-insensitive; reported in the ``known`` spelling).
+    """
+    found: list[tuple[int, str]] = []
+    claimed: list[tuple[int, int]] = []
+    for pattern in (_URL, _PATH, _MENTION):
+        for match in pattern.finditer(text):
+            name = match.group().rstrip(_TRAILING_PUNCTUATION)
+            if _free(claimed, match.start(), match.end()) and name:
+                claimed.append((match.start(), match.end()))
+                found.append((match.start(), name))
+    for match in _QUOTED.finditer(text):
+        title = (match.group(1) or match.group(2) or "").strip()
+        if title and len(title.split()) <= 8 and _free(claimed, match.start(), match.end()):
+            claimed.append((match.start(), match.end()))
+            found.append((match.start(), title))
+    found.extend(_word_shaped_names(text, claimed))
+    found.extend(_known_names(text, known))
+    spellings = _known_pattern(tuple(known))[1] if known else {}
+    return tuple(spellings.get(name.casefold(), name) for name in _ordered_unique(found))
+
+
+def _word_shaped_names(text: str, claimed: list[tuple[int, int]]) -> list[tuple[int, str]]:
+    names: list[tuple[int, str]] = []
+    for match in _MULTI_WORD.finditer(text):
+        words = match.group().split()
+        start = match.start()
+        while words and words[0].lower() in _LEADING_FILLER:
+            start = text.index(words[1], start + len(words[0])) if len(words) > 1 else start
+            words = words[1:]
+        if len(words) >= 2 and _free(claimed, start, match.end()):
+            names.append((start, " ".join(words)))
+    for pattern in (_CAMEL, _ALL_CAPS):
+        for match in pattern.finditer(text):
+            word = match.group()
+            if pattern is _ALL_CAPS and word in _ACRONYM_STOP:
+                continue
+            if _free(claimed, match.start(), match.end()):
+                names.append((match.start(), word))
+    return names
+
+
+def _known_names(text: str, known: Sequence[str]) -> list[tuple[int, str]]:
+    if not known:
+        return []
+    pattern, spellings = _known_pattern(tuple(known))
+    if pattern is None:
+        return []
+    return [
+        (match.start(), spellings.get(match.group().casefold(), match.group()))
+        for match in pattern.finditer(text)
+    ]
+
+
+@lru_cache(maxsize=16)
+def _known_pattern(known: tuple[str, ...]) -> tuple[re.Pattern[str] | None, dict[str, str]]:
+    # One alternation for all names (longest first) is far cheaper than a regex per name.
+    spellings: dict[str, str] = {}
+    for name in known:
+        cleaned = name.strip()
+        if cleaned:
+            spellings.setdefault(cleaned.casefold(), cleaned)
+    if not spellings:
+        return None, spellings
+    alternatives = "|".join(re.escape(name) for name in sorted(spellings, key=len, reverse=True))
+    return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE), spellings
+
+
+def _free(claimed: list[tuple[int, int]], start: int, end: int) -> bool:
+    return all(end <= taken_start or start >= taken_end for taken_start, taken_end in claimed)
+
+
+def _ordered_unique(found: list[tuple[int, str]]) -> tuple[str, ...]:
+    seen: set[str] = set()
+    names: list[str] = []
+    for _, name in sorted(found, key=lambda item: item[0]):
+        key = name.casefold()
+        if key not in seen:
+            seen.add(key)
+            names.append(name)
+    return tuple(names)

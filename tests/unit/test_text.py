@@ -1,0 +1,109 @@
+"""The shared text rules: tokens, hashes, similarity, cues and entity extraction."""
+
+from __future__ import annotations
+
+from memory_orchestrator.ports.text import (
+    causal_subtype,
+    content_hash,
+    extract_entities,
+    has_causal_cue,
+    has_negation,
+    jaccard,
+    normalise_content,
+    overlap,
+    tokenize,
+)
+
+
+def test_tokenize_lowercases_splits_and_drops_stop_words() -> None:
+    assert tokenize("The Redis cache, and the DB-pool!") == ["redis", "cache", "db", "pool"]
+
+
+def test_tokenize_keeps_digits_and_non_ascii_letters() -> None:
+    assert tokenize("Café v2 über_alles") == ["café", "v2", "über", "alles"]
+
+
+def test_tokenize_splits_han_runs_into_bigrams() -> None:
+    assert tokenize("我们使用Redis") == ["我们", "们使", "使用", "redis"]
+    assert tokenize("猫") == ["猫"]
+
+
+def test_tokenize_of_only_stop_words_is_empty() -> None:
+    assert tokenize("and the of it") == []
+
+
+def test_normalise_content_collapses_whitespace_and_casefolds() -> None:
+    assert normalise_content("  We  use\tPOSTGRES\n") == "we use postgres"
+
+
+def test_content_hash_ignores_case_and_whitespace_only() -> None:
+    assert content_hash("We use Postgres") == content_hash("  we   USE postgres ")
+    assert content_hash("We use Postgres") != content_hash("We use Postgres.")
+    assert len(content_hash("x")) == 64
+
+
+def test_jaccard_and_overlap() -> None:
+    assert jaccard(["a", "b"], ["b", "c"]) == 1 / 3
+    assert jaccard([], []) == 0.0
+    assert overlap(["a", "b"], ["b", "c", "d", "e"]) == 1 / 4
+    assert overlap([], ["a"]) == 0.0
+    assert overlap(["a", "a", "b"], ["a", "b"]) == 1.0
+
+
+def test_causal_cues_are_detected() -> None:
+    assert has_causal_cue("We chose Postgres because of JSONB support")
+    assert has_causal_cue("The outage was caused by a full disk")
+    assert has_causal_cue("As a result the deploy was rolled back")
+    assert has_causal_cue("That led to a rewrite")
+    assert not has_causal_cue("We use Postgres for storage")
+
+
+def test_causal_subtype_precedence_prevents_over_enables_over_causes() -> None:
+    assert causal_subtype("Rate limits prevent abuse, because bots exist, so that users stay") == "prevents"
+    assert causal_subtype("The cache enables fast reads because disks are slow") == "enables"
+    assert causal_subtype("The deploy failed because the disk was full") == "causes"
+    assert causal_subtype("The sky is blue") is None
+
+
+def test_negation_cues() -> None:
+    assert has_negation("We no longer use MySQL")
+    assert has_negation("Switched from MySQL to Postgres")
+    assert has_negation("Use tabs instead of spaces")
+    assert has_negation("The v1 API is deprecated")
+    assert not has_negation("We use MySQL")
+
+
+def test_extract_entities_finds_each_kind_in_order() -> None:
+    text = (
+        "Alice Smith asked @bob to fix src/api/client.py in the PostgreSQL AWS setup, see "
+        'https://example.com/docs, and read "The Phoenix Project".'
+    )
+    assert extract_entities(text) == (
+        "Alice Smith",
+        "@bob",
+        "src/api/client.py",
+        "PostgreSQL",
+        "AWS",
+        "https://example.com/docs",
+        "The Phoenix Project",
+    )
+
+
+def test_extract_entities_skips_filler_acronyms_and_sentence_starters() -> None:
+    assert extract_entities("FYI the ETA is ASAP, OK?") == ()
+    assert extract_entities("Yesterday Alice Smith came") == ("Alice Smith",)
+
+
+def test_extract_entities_matches_known_names_as_whole_words() -> None:
+    known = ("redis", "Go", "Node.js")
+    assert extract_entities("we moved the REDIS cache to node.js", known) == ("redis", "Node.js")
+    assert extract_entities("a good idea", known) == ()
+
+
+def test_extract_entities_deduplicates_case_insensitively_preferring_known_spelling() -> None:
+    assert extract_entities("GraphQL and graphql and GraphQL") == ("GraphQL",)
+    assert extract_entities("GraphQL and graphql", ("graphql",)) == ("graphql",)
+
+
+def test_extract_entities_does_not_split_paths_or_urls() -> None:
+    assert extract_entities("edit /etc/nginx/NginxConf.conf now") == ("/etc/nginx/NginxConf.conf",)
