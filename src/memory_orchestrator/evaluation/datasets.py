@@ -10,7 +10,7 @@ Backends assign their own ids, so :func:`ingest` returns the mapping dataset id 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -355,7 +355,7 @@ async def _write_link(backend: MemoryBackend, link: DatasetLink, report: IngestR
     report.links += 1
 
 
-def write_jsonl(path: Path, rows: list[Mapping[str, Any]]) -> None:
+def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:
     """Write ``rows`` as JSON lines (UTF-8, keys in insertion order, one object per line)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as handle:
