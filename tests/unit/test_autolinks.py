@@ -1,0 +1,123 @@
+"""The write-time edge rules shared by every backend."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from memory_orchestrator.ports import EdgeType, NewMemory
+from memory_orchestrator.ports.autolinks import (
+    MemorySketch,
+    entities_for,
+    link_candidates,
+    plan_edges,
+)
+from memory_orchestrator.ports.text import tokenize
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def make(
+    memory_id: str, content: str, hours: float, source: str = "user", entities: tuple[str, ...] = ()
+) -> MemorySketch:
+    return MemorySketch(
+        id=memory_id,
+        content=content,
+        source=source,
+        created_at=T0 + timedelta(hours=hours),
+        tokens=frozenset(tokenize(content)),
+        entities=frozenset(name.casefold() for name in entities),
+    )
+
+
+def edges_of(new: MemorySketch, pool: list[MemorySketch], kind: EdgeType) -> dict[tuple[str, str], dict]:
+    return {
+        (edge.source, edge.target): {"weight": edge.weight, **edge.metadata}
+        for edge in plan_edges(new, pool, at=T0)
+        if edge.type is kind
+    }
+
+
+def test_backbone_links_to_previous_memory_of_the_same_source() -> None:
+    pool = [make("a", "alpha", 0), make("b", "beta", 1), make("x", "other source", 1.5, source="bot")]
+    new = make("n", "gamma", 2)
+    temporal = edges_of(new, pool, EdgeType.TEMPORAL)
+    assert temporal[("n", "b")] == {"weight": 1.0, "sub_type": "backbone"}
+    assert temporal[("n", "a")]["sub_type"] == "proximity"
+    assert temporal[("n", "x")]["sub_type"] == "proximity"
+
+
+def test_backdated_memory_links_to_its_true_neighbours_in_time() -> None:
+    pool = [make("a", "alpha", 0), make("c", "gamma", 100), make("d", "delta", 200)]
+    new = make("b", "beta", 50)
+    backbone = {
+        key for key, meta in edges_of(new, pool, EdgeType.TEMPORAL).items() if meta["sub_type"] == "backbone"
+    }
+    assert backbone == {("b", "a"), ("b", "c")}
+
+
+def test_proximity_is_limited_to_ten_within_24_hours_weighted_by_distance() -> None:
+    pool = [make(f"m{i:02d}", f"note {i}", -i, source=f"s{i}") for i in range(1, 15)]
+    pool.append(make("far", "far away", -30, source="far"))
+    temporal = edges_of(make("n", "now", 0, source="me"), pool, EdgeType.TEMPORAL)
+    assert len(temporal) == 10
+    assert ("n", "far") not in temporal
+    assert temporal[("n", "m01")]["weight"] == 0.5
+    assert temporal[("n", "m03")]["weight"] == 0.25
+
+
+def test_entity_edges_cap_per_name_prefer_nearest_and_weigh_rarity() -> None:
+    pool = [make(f"r{i}", f"redis note {i}", -i * 48, entities=("redis",)) for i in range(1, 8)]
+    pool.append(make("k", "kafka note", -500, entities=("kafka",)))
+    new = make("n", "redis and kafka", 0, entities=("redis", "kafka"))
+    counts = {"redis": 7, "kafka": 1}
+    edges = [e for e in plan_edges(new, pool, at=T0, entity_counts=counts) if e.type is EdgeType.ENTITY]
+    targets = {edge.target: edge for edge in edges}
+    assert set(targets) == {"r1", "r2", "r3", "r4", "r5", "k"}
+    assert targets["k"].weight == 1.0
+    assert targets["r1"].weight < 0.5
+    assert targets["r1"].metadata["entities"] == "redis"
+
+
+def test_causal_edge_points_from_cause_to_the_memory_stating_the_reason() -> None:
+    pool = [make("a", "The deploy pipeline failed on the disk", 0)]
+    new = make("b", "The deploy pipeline was paused because the disk was full", 1)
+    causal = edges_of(new, pool, EdgeType.CAUSAL)
+    assert list(causal) == [("a", "b")]
+    assert causal[("a", "b")]["sub_type"] == "causes"
+
+
+def test_causal_edge_needs_overlap_and_a_cue() -> None:
+    pool = [make("a", "Lunch was pizza", 0), make("c", "deploy pipeline disk", 0.5)]
+    assert edges_of(make("b", "We paused deploys because disk was full", 1), pool[:1], EdgeType.CAUSAL) == {}
+    assert edges_of(make("d", "deploy pipeline disk again", 1), pool[1:], EdgeType.CAUSAL) == {}
+
+
+def test_causal_subtype_comes_from_the_effect_text() -> None:
+    pool = [make("a", "Rate limiting on the public API", 0)]
+    new = make("b", "Rate limiting on the public API prevents abuse by bots", 1)
+    assert edges_of(new, pool, EdgeType.CAUSAL)[("a", "b")]["sub_type"] == "prevents"
+
+
+def test_semantic_edges_keep_the_top_three_similar() -> None:
+    text = "postgres connection pool size tuning"
+    pool = [make(f"s{i}", text + f" variant{i}", -i * 100) for i in range(5)]
+    pool.append(make("u", "completely unrelated words here", -1000))
+    semantic = edges_of(make("n", text, 0), pool, EdgeType.SEMANTIC)
+    assert len(semantic) == 3
+    assert ("n", "u") not in semantic
+
+
+def test_link_candidates_flag_near_duplicates_first() -> None:
+    pool = [
+        make("dup", "we deploy on fridays after the standup meeting", 0),
+        make("sim", "deploy on fridays after lunch", 0),
+        make("no", "cats are great", 0),
+    ]
+    found = link_candidates(make("n", "We deploy on Fridays, after the standup meeting.", 1), pool)
+    assert [candidate.id for candidate in found] == ["dup", "sim"]
+    assert found[0].reason.startswith("near duplicate")
+
+
+def test_entities_for_merges_given_and_extracted_names() -> None:
+    memory = NewMemory("Alice Smith moved the API to PostgreSQL", entities=("postgresql", "Billing"))
+    assert entities_for(memory) == ("postgresql", "Billing", "Alice Smith", "API")
