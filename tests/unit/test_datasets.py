@@ -8,8 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from memory_orchestrator.adapters.memory import InMemoryBackend
 from memory_orchestrator.evaluation.datasets import (
     chronological,
+    ingest,
     load_dataset,
     to_new_memory,
 )
@@ -128,3 +130,44 @@ def test_chronological_order_and_write_requests(tmp_path: Path) -> None:
     assert backdated.created_at == datetime(2026, 3, 14, 9, 30, tzinfo=UTC)
     assert backdated.dedup is False and backdated.metadata["dataset_id"] == "m1"
     assert to_new_memory(ordered[0], backdated=False).created_at is None
+
+
+@pytest.mark.anyio
+async def test_ingest_writes_back_dated_memories_then_links_and_maps_ids(tmp_path: Path) -> None:
+    _write(
+        tmp_path / "memories.jsonl",
+        [*MEMORIES, {"link": {"source": "m1", "target": "nope", "type": "causal"}}],
+    )
+    [store] = load_dataset(tmp_path)
+    backend = InMemoryBackend()
+    async with backend:
+        report = await ingest(backend, store)
+
+        assert set(report.ids) == {"m1", "m2"}
+        assert (report.written, report.links, report.backdated) == (2, 1, True)
+        assert report.warnings == ["link m1 -> nope skipped: unknown memory nope"]
+        first = backend.records[report.ids["m1"]]
+        assert first.content == "First"
+        assert first.created_at == datetime(2026, 3, 14, 9, 30, tzinfo=UTC)
+        # written oldest first, so m1 got the first backend id
+        assert report.ids["m1"] < report.ids["m2"]
+        edge_types = {
+            (edge.source, edge.target, edge.type)
+            for edge in backend.edges.values()
+            if edge.type is EdgeType.CAUSAL
+        }
+        assert (report.ids["m1"], report.ids["m2"], EdgeType.CAUSAL) in edge_types
+
+
+@pytest.mark.anyio
+async def test_ingest_survives_a_refused_memory(tmp_path: Path) -> None:
+    _write(tmp_path / "memories.jsonl", MEMORIES)
+    [store] = load_dataset(tmp_path)
+    backend = InMemoryBackend()
+    async with backend:
+        backend.fail_next("remember")
+        report = await ingest(backend, store)
+
+    assert set(report.ids) == {"m2"}
+    assert report.written == 1
+    assert any("memory m1 not written" in warning for warning in report.warnings)
