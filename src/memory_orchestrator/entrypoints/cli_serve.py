@@ -1,0 +1,89 @@
+"""``orchestrator serve``: run the MCP server over stdio (default) or streamable HTTP.
+
+Stdio keeps stdout for the protocol: everything else, including errors at start-up, goes to stderr.
+Over HTTP the server is stateless and fail-closed: tokens come from ``[auth] tokens`` (sha256 of
+each bearer token), and binding beyond loopback without any token refuses to start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated
+
+import typer
+
+from memory_orchestrator.entrypoints.auth import TokenGrant, TokenRegistry
+from memory_orchestrator.entrypoints.bootstrap import build_plugins, open_runtime
+from memory_orchestrator.entrypoints.cli_state import settings_of, state_of
+from memory_orchestrator.entrypoints.mcp_server import (
+    build_server,
+    configure_logging,
+    serve_http,
+    serve_stdio,
+)
+from memory_orchestrator.entrypoints.mcp_tools import ServerOptions, StoreHandle, StoreOpener
+from memory_orchestrator.entrypoints.settings import Settings
+from memory_orchestrator.ports import OrchestratorError
+
+
+def token_registry(settings: Settings) -> TokenRegistry:
+    """The bearer tokens configured in ``[auth]``."""
+    grants = (
+        TokenGrant(
+            name=token.name,
+            sha256=token.sha256.get_secret_value().lower(),
+            stores=tuple(token.stores),
+            write=token.write,
+        )
+        for token in settings.auth.tokens
+    )
+    return TokenRegistry(grants)
+
+
+def store_opener(settings: Settings) -> StoreOpener:
+    """Opens one runtime (backend + orchestrator) per store, sharing the loaded plugins."""
+    plugins = build_plugins(settings)
+
+    @asynccontextmanager
+    async def open_store(store: str) -> AsyncIterator[StoreHandle]:
+        async with open_runtime(settings, plugins=plugins, store=store) as runtime:
+            yield runtime
+
+    return open_store
+
+
+def server_options(settings: Settings, *, default_store: str | None, http: bool) -> ServerOptions:
+    """The server options the settings ask for."""
+    return ServerOptions(
+        default_store=default_store or settings.default_store,
+        log_contents=settings.traces.verbosity == "full",
+        session_tools=settings.features.session_tools,
+        require_http_caller=http,
+    )
+
+
+def serve(
+    ctx: typer.Context,
+    http: Annotated[bool, typer.Option("--http", help="Serve streamable HTTP instead of stdio.")] = False,
+    host: Annotated[str, typer.Option("--host", help="HTTP interface to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="HTTP port.")] = 8765,
+) -> None:
+    """Run the MCP server (stdio by default; --http for streamable HTTP with bearer-token auth)."""
+    configure_logging()
+    try:
+        settings = settings_of(ctx)
+        registry = token_registry(settings)
+        options = server_options(settings, default_store=state_of(ctx).store, http=http)
+        server = build_server(store_opener(settings), options)
+        if http:
+            asyncio.run(serve_http(server, registry, host=host, port=port))
+        else:
+            asyncio.run(serve_stdio(server))
+    except (OrchestratorError, ValueError) as exc:
+        print(f"orchestrator serve: {exc}", file=sys.stderr)
+        raise typer.Exit(2) from None
+    except KeyboardInterrupt:
+        raise typer.Exit(0) from None

@@ -1,0 +1,241 @@
+"""The MCP server: the agent-facing tool surface over stdio and streamable HTTP.
+
+Tools are thin: validate the input model, check the caller may use the store, call the orchestrator
+(or the session / provenance logic), convert the result. Errors the model can fix become tool errors
+with a one-line message; backend internals never leak. Nothing is written to stdout except the
+protocol (stdio); one JSON log line per call goes to stderr.
+
+Every ``mcp`` import of the project lives in this module.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from typing import Any, cast
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver.context import Context
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp_types import ToolAnnotations
+from pydantic import BaseModel, ConfigDict
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from memory_orchestrator.entrypoints.auth import (
+    LOCAL_CALLER,
+    BearerAuthMiddleware,
+    Caller,
+    TokenRegistry,
+    caller_from_scope,
+    check_bind,
+)
+from memory_orchestrator.entrypoints.mcp_tools import (
+    ServerOptions,
+    ServerState,
+    StoreOpener,
+    StorePool,
+    ToolCall,
+    ToolSpec,
+    tool_specs,
+)
+from memory_orchestrator.entrypoints.schemas import validate_input
+from memory_orchestrator.ports import (
+    AccessDenied,
+    BackendError,
+    BackendUnavailable,
+    Clock,
+    InvalidRequest,
+    NotFound,
+    SystemClock,
+)
+
+SERVER_NAME = "memory-orchestrator"
+INSTRUCTIONS = (
+    "Long-term memory for this agent. Start a task with memory_context (a budgeted, ready-to-paste "
+    "block); use memory_search for ranked lookups, memory_why for the reasons behind a decision, "
+    "memory_changes to catch up, memory_write to remember something, and memory_session_summary at "
+    "the end of a session. Every answer carries a trace_id that memory_explain can expand."
+)
+LOG = logging.getLogger("memory_orchestrator.mcp")
+
+
+class _RawArguments(ArgModelBase):
+    # The SDK validates nothing here: the tool body validates against the strict input model itself,
+    # so unknown fields are rejected and error messages stay one line and value-free.
+    model_config = ConfigDict(extra="allow", arbitrary_types_allowed=True)
+
+    def model_dump_one_level(self) -> dict[str, Any]:
+        return {"arguments": dict(self.__pydantic_extra__ or {})}
+
+
+def _resolve_caller(ctx: Context, options: ServerOptions) -> Caller:
+    request = ctx.request_context.request
+    scope = getattr(request, "scope", None)
+    caller = caller_from_scope(scope)
+    if caller is not None:
+        return caller
+    if scope is not None and options.require_http_caller:
+        raise AccessDenied("not authorised: no authenticated caller")
+    return LOCAL_CALLER
+
+
+def _choose_store(requested: str | None, caller: Caller, options: ServerOptions) -> str:
+    if requested:
+        return requested
+    if caller.may_read(options.default_store) or caller.anonymous:
+        return options.default_store
+    own = sorted(caller.stores)
+    return own[0] if len(own) == 1 else options.default_store
+
+
+def _tool_error(exc: Exception) -> ToolError:
+    if isinstance(exc, AccessDenied):
+        return ToolError(str(exc))
+    if isinstance(exc, InvalidRequest):
+        return ToolError(f"invalid request: {exc}")
+    if isinstance(exc, NotFound):
+        return ToolError(f"not found: {exc}")
+    if isinstance(exc, BackendUnavailable):
+        return ToolError("the memory store is unavailable right now; retry in a moment")
+    if isinstance(exc, BackendError):
+        return ToolError("the memory store rejected the request")
+    return ToolError("internal error; the server log has the details")
+
+
+def _make_tool(spec: ToolSpec) -> Tool:
+    async def run(arguments: dict[str, Any], ctx: Context) -> BaseModel:
+        state = cast(ServerState, ctx.request_context.lifespan_context)
+        started = time.perf_counter()
+        call = ToolCall(spec.name, LOCAL_CALLER, state.options.default_store, state)
+        status = "ok"
+        try:
+            payload = validate_input(spec.input_model, arguments)
+            call.caller = _resolve_caller(ctx, state.options)
+            call.store = _choose_store(getattr(payload, "store", None), call.caller, state.options)
+            if not (spec.anonymous and call.caller.anonymous):
+                call.caller.check(spec.name, call.store)
+            return await spec.body(payload, call)
+        except ValueError as exc:
+            status = "invalid"
+            raise ToolError(str(exc)) from None
+        except Exception as exc:
+            status = type(exc).__name__
+            if not isinstance(exc, InvalidRequest | NotFound | AccessDenied | BackendError):
+                LOG.exception("tool %s failed", spec.name)
+            raise _tool_error(exc) from None
+        finally:
+            _log_call(call, status, time.perf_counter() - started)
+
+    return Tool(
+        fn=run,
+        name=spec.name,
+        title=spec.title,
+        description=spec.description,
+        parameters=spec.input_model.model_json_schema(),
+        fn_metadata=FuncMetadata(arg_model=_RawArguments, output_model=spec.output_model),
+        is_async=True,
+        context_kwarg="ctx",
+        annotations=ToolAnnotations(
+            title=spec.title,
+            read_only_hint=spec.read_only,
+            destructive_hint=spec.destructive,
+            open_world_hint=False,
+        ),
+    )
+
+
+def _log_call(call: ToolCall, status: str, seconds: float) -> None:
+    line: dict[str, Any] = {
+        "event": "tool_call",
+        "tool": call.tool,
+        "caller": call.caller.name,
+        "store": call.store,
+        "status": status,
+        "latency_ms": round(seconds * 1000, 2),
+    }
+    for key, value in call.log.items():
+        if key in {"query", "content"} and not call.state.options.log_contents:
+            continue
+        line[key] = value
+    LOG.info(json.dumps(line, sort_keys=True, default=str))
+
+
+def configure_logging(level: int = logging.INFO) -> None:
+    """Send the server's JSON log lines to stderr (never stdout: it carries the stdio protocol)."""
+    if any(getattr(handler, "_memory_orchestrator", False) for handler in LOG.handlers):
+        return
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    handler._memory_orchestrator = True  # type: ignore[attr-defined]
+    LOG.addHandler(handler)
+    LOG.setLevel(level)
+    LOG.propagate = False
+
+
+def build_server(
+    opener: StoreOpener, options: ServerOptions, *, clock: Clock | None = None
+) -> MCPServer[Any]:
+    """The MCP server over the stores ``opener`` opens; nothing is opened before the lifespan starts."""
+    the_clock = clock or SystemClock()
+
+    @asynccontextmanager
+    async def lifespan(_server: MCPServer[Any]) -> AsyncIterator[ServerState]:
+        async with AsyncExitStack() as stack:
+            yield ServerState(StorePool(opener, stack), options, the_clock)
+
+    specs = tool_specs(include_session_tools=options.session_tools)
+    server: MCPServer[Any] = MCPServer(
+        SERVER_NAME,
+        instructions=INSTRUCTIONS,
+        version=_version(),
+        tools=[_make_tool(spec) for spec in specs],
+        lifespan=lifespan,
+        log_level="WARNING",
+    )
+
+    async def liveness(_request: Request) -> Response:
+        return JSONResponse({"status": "ok", "server": SERVER_NAME})
+
+    server.custom_route("/health", methods=["GET"])(liveness)
+
+    return server
+
+
+def http_app(
+    server: MCPServer[Any], registry: TokenRegistry, *, host: str
+) -> Starlette | BearerAuthMiddleware:
+    """The streamable HTTP app (stateless, JSON responses) behind fail-closed bearer auth."""
+    check_bind(host, registry)
+    app = server.streamable_http_app(stateless_http=True, json_response=True, host=host)
+    return BearerAuthMiddleware(app, registry, open_paths={"/health"})
+
+
+async def serve_stdio(server: MCPServer[Any]) -> None:
+    """Serve over stdin/stdout until the client closes the stream."""
+    await server.run_stdio_async()
+
+
+async def serve_http(server: MCPServer[Any], registry: TokenRegistry, *, host: str, port: int) -> None:
+    """Serve streamable HTTP on ``host:port`` until interrupted."""
+    import uvicorn
+
+    app = http_app(server, registry, host=host)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on")
+    await uvicorn.Server(config).serve()
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mnemon-memory-orchestrator")
+    except PackageNotFoundError:
+        return "0"

@@ -1,0 +1,382 @@
+"""The bodies of the MCP tools and the descriptions a model reads to choose them.
+
+Free of any ``mcp`` import: ``mcp_server`` turns each :class:`ToolSpec` into an SDK tool. A body gets
+the validated input model and a :class:`ToolCall` (caller, store, opened backend and orchestrator)
+and returns the output model; it raises the port errors, which the server turns into tool errors.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+import anyio
+from pydantic import BaseModel
+
+from memory_orchestrator.domain import provenance, sessions
+from memory_orchestrator.domain.results import edge_to_dict
+from memory_orchestrator.entrypoints import schemas as s
+from memory_orchestrator.entrypoints.auth import ALL_STORES, Caller
+from memory_orchestrator.ports import (
+    AccessDenied,
+    BackendError,
+    Clock,
+    HealthCheck,
+    MemoryBackend,
+    MemoryRecord,
+    NotFound,
+    format_timestamp,
+)
+
+_MAX_TRACE_ORIGINS = 10_000
+
+
+class StoreHandle(Protocol):
+    """An opened store: its backend and the orchestrator over it (bootstrap's ``Runtime`` is one)."""
+
+    @property
+    def backend(self) -> MemoryBackend:
+        """The opened backend."""
+        ...
+
+    @property
+    def orchestrator(self) -> Any:
+        """The domain Orchestrator over ``backend``."""
+        ...
+
+
+#: Opens the named store; entered once per store, exited at shutdown.
+StoreOpener = Callable[[str], AbstractAsyncContextManager[StoreHandle]]
+
+
+@dataclass(frozen=True, slots=True)
+class ServerOptions:
+    """What the tools need beyond the stores."""
+
+    default_store: str = "default"
+    #: Log queries and contents (trace verbosity ``full``); off by default.
+    log_contents: bool = False
+    #: Offer memory_changes / memory_why / memory_session_summary.
+    session_tools: bool = True
+    #: HTTP mode: a request without an authenticated caller in its scope is refused.
+    require_http_caller: bool = False
+
+
+class StorePool:
+    """One opened store per name, opened on first use and closed when the server stops."""
+
+    def __init__(self, opener: StoreOpener, stack: AsyncExitStack) -> None:
+        self._opener = opener
+        self._stack = stack
+        self._handles: dict[str, StoreHandle] = {}
+        self._lock = anyio.Lock()
+
+    async def get(self, store: str) -> StoreHandle:
+        """The opened store ``store`` (opening it now if needed)."""
+        handle = self._handles.get(store)
+        if handle is not None:
+            return handle
+        async with self._lock:
+            if store not in self._handles:
+                self._handles[store] = await self._stack.enter_async_context(self._opener(store))
+            return self._handles[store]
+
+
+@dataclass
+class ServerState:
+    """What the server's lifespan holds for every request."""
+
+    pool: StorePool
+    options: ServerOptions
+    clock: Clock
+    #: trace_id -> store, so a trace is only shown to callers who may read its store.
+    trace_origins: OrderedDict[str, str] = field(default_factory=OrderedDict)
+
+    def remember_trace(self, trace_id: str, store: str) -> None:
+        """Record which store a trace belongs to (bounded, oldest forgotten first)."""
+        if trace_id:
+            self.trace_origins[trace_id] = store
+            while len(self.trace_origins) > _MAX_TRACE_ORIGINS:
+                self.trace_origins.popitem(last=False)
+
+
+@dataclass
+class ToolCall:
+    """One tool invocation as a tool body sees it."""
+
+    tool: str
+    caller: Caller
+    store: str
+    state: ServerState
+    #: Filled by the body for the per-call log line (``query``/``content`` only logged when allowed).
+    log: dict[str, Any] = field(default_factory=dict)
+
+    async def handle(self) -> StoreHandle:
+        """The opened store of this call."""
+        return await self.state.pool.get(self.store)
+
+    def now(self) -> datetime:
+        """The current moment."""
+        return self.state.clock.now()
+
+    def traced(self, trace_id: str, results: int) -> None:
+        """Note a trace id and a result count for the log and for later explain calls."""
+        self.state.remember_trace(trace_id, self.store)
+        self.log.update(trace_id=trace_id, results=results)
+
+
+ToolBody = Callable[[Any, ToolCall], Awaitable[BaseModel]]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    """One tool of the surface."""
+
+    name: str
+    title: str
+    description: str
+    input_model: type[s.StrictInput]
+    output_model: type[BaseModel]
+    body: ToolBody
+    read_only: bool = True
+    destructive: bool = False
+    #: An anonymous caller may use it on the default store (health).
+    anonymous: bool = False
+
+
+async def search(inp: s.SearchInput, call: ToolCall) -> s.SearchOutput:
+    """memory_search."""
+    call.log["query"] = inp.query
+    result = await (await call.handle()).orchestrator.search(inp.to_domain())
+    call.traced(result.trace_id, len(result.items))
+    return s.SearchOutput.model_validate({**result.to_dict(), "store": call.store})
+
+
+async def context(inp: s.ContextInput, call: ToolCall) -> s.ContextOutput:
+    """memory_context."""
+    call.log["query"] = inp.query or inp.scope
+    result = await (await call.handle()).orchestrator.context(inp.to_domain())
+    call.traced(result.trace_id, len(result.items))
+    call.log["cut"] = len(result.cut)
+    return s.ContextOutput.model_validate({**result.to_dict(), "store": call.store})
+
+
+async def expand(inp: s.ExpandInput, call: ToolCall) -> s.ExpandOutput:
+    """memory_expand: seeds that are no known memory id are taken as entity names."""
+    handle = await call.handle()
+    seeds = list(dict.fromkeys(inp.seeds))
+    known = {record.id for record in await handle.backend.get(seeds)}
+    ids = tuple(seed for seed in seeds if seed in known)
+    entities = tuple(seed for seed in seeds if seed not in known)
+    result = await handle.orchestrator.expand(inp.to_domain(ids, entities))
+    call.traced(result.trace_id, len(result.items))
+    data = {**result.to_dict(), "store": call.store, "seed_entities": list(entities)}
+    return s.ExpandOutput.model_validate(data)
+
+
+async def write(inp: s.WriteInput, call: ToolCall) -> s.WriteOutput:
+    """memory_write."""
+    call.log["content"] = inp.content
+    outcome = await (await call.handle()).orchestrator.write(inp.to_domain())
+    call.traced(outcome.trace_id, 1)
+    call.log["action"] = outcome.action.value
+    return s.WriteOutput.model_validate({**outcome.to_dict(), "store": call.store})
+
+
+async def explain(inp: s.ExplainInput, call: ToolCall) -> s.ExplainOutput:
+    """memory_explain: a stored trace by id, or a fresh query's trace."""
+    handle = await call.handle()
+    if inp.trace_id is not None:
+        origin = call.state.trace_origins.get(inp.trace_id)
+        if origin is None and not call.caller.may_read(ALL_STORES):
+            raise AccessDenied("not authorised: this trace was not made through this server for your stores")
+        if origin is not None and not call.caller.may_read(origin):
+            raise AccessDenied(f"not authorised: the trace belongs to store {origin!r}")
+        document = await handle.orchestrator.trace(inp.trace_id)
+        call.log["trace_id"] = inp.trace_id
+        return s.ExplainOutput(trace_id=inp.trace_id, trace=dict(document))
+    call.log["query"] = inp.query
+    document = dict(await handle.orchestrator.explain(inp.to_domain()))
+    trace_id = str(document.get("trace_id", ""))
+    call.traced(trace_id, 1)
+    return s.ExplainOutput(trace_id=trace_id, trace=document)
+
+
+async def health(inp: s.HealthInput, call: ToolCall) -> s.HealthOutput:
+    """memory_health: never raises for a broken store; it reports it."""
+    if call.caller.anonymous and (inp.probe or call.store != call.state.options.default_store):
+        raise AccessDenied(
+            "not authorised: without a token only the default store can be checked, without probe"
+        )
+    started = time.perf_counter()
+    try:
+        handle = await call.handle()
+        report = await handle.backend.health(probe=inp.probe)
+    except BackendError:
+        elapsed = _ms(started)
+        check = s.CheckOutput(
+            name="backend_reachable", status="error", detail="cannot reach the store", duration_ms=elapsed
+        )
+        return s.HealthOutput(store=call.store, status="error", backend="unknown", checks=[check])
+    reachable = HealthCheck("backend_reachable", "ok", "answered", _ms(started))
+    capabilities = handle.backend.capabilities
+    vector = HealthCheck(
+        "vector_search",
+        "ok" if capabilities.vector_search else "degraded",
+        "vector channel available"
+        if capabilities.vector_search
+        else "not available: keyword, recall and graph only",
+    )
+    checks = [_check(check) for check in (reachable, *report.checks, vector)]
+    call.log["status_reported"] = report.status
+    return s.HealthOutput(
+        store=call.store,
+        status=_status(report.status),
+        backend=report.backend,
+        version=report.version,
+        memory_count=None if call.caller.anonymous else report.memory_count,
+        checks=checks,
+    )
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 2)
+
+
+def _status(status: str) -> Any:
+    return status if status in {"ok", "degraded", "error"} else "degraded"
+
+
+def _check(check: HealthCheck) -> s.CheckOutput:
+    return s.CheckOutput(
+        name=check.name,
+        status=_status(check.status),
+        detail=check.detail,
+        duration_ms=round(check.duration_ms, 2),
+    )
+
+
+async def get(inp: s.GetInput, call: ToolCall) -> s.GetOutput:
+    """memory_get."""
+    ids = list(dict.fromkeys(inp.ids))
+    records = await (await call.handle()).backend.get(ids)
+    if not records:
+        raise NotFound("none of these ids is a stored memory (unknown or forgotten)")
+    found = {record.id for record in records}
+    call.log["results"] = len(records)
+    memories = [s.MemoryOutput.model_validate(record_to_dict(record)) for record in records]
+    return s.GetOutput(store=call.store, memories=memories, missing=[i for i in ids if i not in found])
+
+
+def record_to_dict(record: MemoryRecord) -> dict[str, Any]:
+    """JSON-safe form of a stored memory."""
+    return {
+        "id": record.id,
+        "content": record.content,
+        "category": record.category,
+        "importance": record.importance,
+        "tags": list(record.tags),
+        "entities": list(record.entities),
+        "source": record.source,
+        "created_at": format_timestamp(record.created_at),
+        "updated_at": format_timestamp(record.updated_at),
+        "superseded_by": list(record.superseded_by),
+        "metadata": dict(record.metadata),
+    }
+
+
+async def link(inp: s.LinkInput, call: ToolCall) -> s.LinkOutput:
+    """memory_link."""
+    edge = await (await call.handle()).backend.link(inp.to_port())
+    return s.LinkOutput(store=call.store, edge=s.EdgeOutput.model_validate(edge_to_dict(edge)))
+
+
+async def forget(inp: s.ForgetInput, call: ToolCall) -> s.ForgetOutput:
+    """memory_forget (soft delete)."""
+    await (await call.handle()).backend.forget(inp.id)
+    return s.ForgetOutput(store=call.store, id=inp.id, forgotten=True)
+
+
+async def changes(inp: s.ChangesInput, call: ToolCall) -> s.ChangesOutput:
+    """memory_changes."""
+    backend = (await call.handle()).backend
+    now = call.now()
+    last = await sessions.last_session_time(backend, now) if "session" in inp.since.lower() else None
+    since = sessions.parse_since(inp.since, now, last_session=last)
+    report = await sessions.collect_changes(backend, since, now, entity=inp.entity, limit=inp.limit)
+    call.log["results"] = len(report.events)
+    return s.ChangesOutput.model_validate({**report.to_dict(), "store": call.store})
+
+
+async def why(inp: s.WhyInput, call: ToolCall) -> s.WhyOutput:
+    """memory_why."""
+    call.log["query"] = inp.question
+    handle = await call.handle()
+    report = await provenance.explain_why(handle.orchestrator, handle.backend, inp.question, depth=inp.depth)
+    call.traced(report.trace_id, len(report.chain))
+    return s.WhyOutput.model_validate({**report.to_dict(), "store": call.store})
+
+
+async def session_summary(inp: s.SessionSummaryInput, call: ToolCall) -> s.SessionSummaryOutput:
+    """memory_session_summary."""
+    handle = await call.handle()
+    session_id = inp.session_id or call.now().strftime("%Y-%m-%dT%H%M%SZ")
+    summary = sessions.SessionSummary(
+        session_id=session_id,
+        decisions=tuple(inp.decisions),
+        key_points=tuple(inp.key_points),
+        context=tuple(inp.context),
+        entities=tuple(inp.entities),
+    )
+    report = await sessions.summarise_session(handle.orchestrator, handle.backend, summary)
+    call.log["results"] = len(report.written)
+    return s.SessionSummaryOutput.model_validate({**report.to_dict(), "store": call.store})
+
+
+def tool_specs(*, include_session_tools: bool = True) -> list[ToolSpec]:
+    """Every tool of the surface, in the order clients list them."""
+    from memory_orchestrator.entrypoints.mcp_descriptions import DESCRIPTIONS
+
+    def spec(
+        name: str, title: str, inp: type[s.StrictInput], out: type[BaseModel], body: ToolBody, **kw: Any
+    ) -> ToolSpec:
+        return ToolSpec(name, title, DESCRIPTIONS[name], inp, out, body, **kw)
+
+    specs = [
+        spec("memory_context", "Context for a task", s.ContextInput, s.ContextOutput, context),
+        spec("memory_search", "Search memories", s.SearchInput, s.SearchOutput, search),
+        spec("memory_expand", "Follow memory links", s.ExpandInput, s.ExpandOutput, expand),
+        spec("memory_write", "Remember", s.WriteInput, s.WriteOutput, write, read_only=False),
+        spec("memory_explain", "Explain a result", s.ExplainInput, s.ExplainOutput, explain),
+        spec("memory_health", "Health", s.HealthInput, s.HealthOutput, health, anonymous=True),
+        spec("memory_get", "Get memories", s.GetInput, s.GetOutput, get),
+        spec("memory_link", "Link memories", s.LinkInput, s.LinkOutput, link, read_only=False),
+        spec(
+            "memory_forget",
+            "Forget a memory",
+            s.ForgetInput,
+            s.ForgetOutput,
+            forget,
+            read_only=False,
+            destructive=True,
+        ),
+    ]
+    if include_session_tools:
+        specs += [
+            spec("memory_changes", "What changed", s.ChangesInput, s.ChangesOutput, changes),
+            spec("memory_why", "Why", s.WhyInput, s.WhyOutput, why),
+            spec(
+                "memory_session_summary",
+                "Save a session",
+                s.SessionSummaryInput,
+                s.SessionSummaryOutput,
+                session_summary,
+                read_only=False,
+            ),
+        ]
+    return specs

@@ -1,0 +1,699 @@
+"""Pydantic models of the MCP tool surface, and their conversion to and from port and domain records.
+
+Inputs reject unknown fields and bound every value (lengths, counts, ranges, id formats), so a tool
+never hands the orchestrator something it would have to guess about. Outputs are built from the
+domain results' JSON-safe ``to_dict()`` forms and ignore fields they do not know, so the domain can
+grow without breaking clients.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from memory_orchestrator.domain.requests import (
+    Budget,
+    ContextRequest,
+    ExpandRequest,
+    SearchRequest,
+    WriteRequest,
+)
+from memory_orchestrator.ports import (
+    MAX_CONTENT_BYTES,
+    MAX_ENTITIES,
+    MAX_ENTITY_CHARS,
+    MAX_SOURCE_CHARS,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+    Edge,
+    EdgeType,
+    Filters,
+    Intent,
+    NewMemory,
+    TimeRange,
+    ensure_utc,
+)
+
+MAX_QUERY_CHARS = 2000
+MAX_TASK_CHARS = 2000
+MAX_CONVERSATION_CHARS = 8000
+MAX_TOP_K = 100
+MAX_HOPS = 4
+MAX_IDS = 100
+MAX_SESSION_POINTS = 50
+MAX_LINKS = 20
+
+MemoryId = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$", description="A memory id.")]
+StoreName = Annotated[
+    str,
+    Field(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$",
+        description="Memory store (namespace) to use; omit for the server's default store.",
+    ),
+]
+EntityName = Annotated[str, Field(min_length=1, max_length=MAX_ENTITY_CHARS)]
+Category = Literal["preference", "decision", "fact", "insight", "context", "general"]
+EdgeTypeName = Literal["temporal", "entity", "causal", "semantic", "supersedes"]
+IntentName = Literal["WHY", "WHEN", "ENTITY", "GENERAL"]
+
+
+class StrictInput(BaseModel):
+    """Base of every tool input: unknown fields are an error, strings are stripped."""
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+
+
+class TimeRangeInput(StrictInput):
+    """A window on creation time, ``[start, end)``; naive timestamps are taken as UTC."""
+
+    start: datetime | None = Field(default=None, description="Inclusive start (RFC 3339).")
+    end: datetime | None = Field(default=None, description="Exclusive end (RFC 3339).")
+
+    @field_validator("start", "end")
+    @classmethod
+    def _utc(cls, value: datetime | None) -> datetime | None:
+        return None if value is None else ensure_utc(value)
+
+    @model_validator(mode="after")
+    def _ordered(self) -> TimeRangeInput:
+        if self.start and self.end and self.end <= self.start:
+            raise ValueError("time_range.end must be after time_range.start")
+        return self
+
+    def to_port(self) -> TimeRange:
+        """The port record."""
+        return TimeRange(start=self.start, end=self.end)
+
+
+class FiltersInput(StrictInput):
+    """Restrictions on which memories may come back; empty lists mean no restriction."""
+
+    entities: list[EntityName] = Field(
+        default_factory=list, max_length=MAX_ENTITIES, description="Only memories naming any of these."
+    )
+    categories: list[Category] = Field(default_factory=list, description="Only these memory types.")
+    sources: list[Annotated[str, Field(min_length=1, max_length=MAX_SOURCE_CHARS)]] = Field(
+        default_factory=list, max_length=20, description="Only memories from these sources."
+    )
+    time_range: TimeRangeInput | None = Field(
+        default=None, description="Only memories created in this window."
+    )
+
+    def to_port(self) -> Filters:
+        """The port record."""
+        return Filters(
+            categories=tuple(self.categories),
+            sources=tuple(self.sources),
+            entities=tuple(self.entities),
+            time_range=self.time_range.to_port() if self.time_range else None,
+        )
+
+
+class BudgetInput(StrictInput):
+    """How much context the caller can take; the tightest limit wins."""
+
+    max_items: int = Field(default=10, ge=1, le=MAX_TOP_K, description="Most memories in the block.")
+    max_chars: int | None = Field(
+        default=None, ge=100, le=200_000, description="Most characters in the block."
+    )
+    max_tokens: int | None = Field(default=None, ge=25, le=50_000, description="Most (estimated) tokens.")
+
+    def to_domain(self) -> Budget:
+        """The domain record."""
+        return Budget(max_items=self.max_items, max_chars=self.max_chars, max_tokens=self.max_tokens)
+
+
+class SearchInput(StrictInput):
+    """Arguments of ``memory_search``."""
+
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for.")
+    task: str = Field(
+        default="", max_length=MAX_TASK_CHARS, description="What the agent is doing (helps ranking)."
+    )
+    filters: FiltersInput = FiltersInput()
+    top_k: int = Field(default=10, ge=1, le=MAX_TOP_K, description="How many memories to return.")
+    expand: bool = Field(default=True, description="Follow graph edges from the direct hits.")
+    store: StoreName | None = None
+
+    def to_domain(self) -> SearchRequest:
+        """The orchestrator request."""
+        return SearchRequest(
+            query=self.query,
+            task=self.task,
+            filters=self.filters.to_port(),
+            top_k=self.top_k,
+            expand=self.expand,
+        )
+
+
+class ContextInput(StrictInput):
+    """Arguments of ``memory_context``."""
+
+    query: str = Field(default="", max_length=MAX_QUERY_CHARS, description="The question the context is for.")
+    task: str = Field(default="", max_length=MAX_TASK_CHARS, description="What the agent is doing.")
+    scope: EntityName | None = Field(
+        default=None, description="An entity or project: return everything about it within the budget."
+    )
+    response_budget: BudgetInput = BudgetInput()
+    filters: FiltersInput = FiltersInput()
+    group_by: Literal["entity", "time", "task"] | None = Field(
+        default=None, description="Omit to let the plan decide."
+    )
+    expand: bool = True
+    store: StoreName | None = None
+
+    @model_validator(mode="after")
+    def _has_subject(self) -> ContextInput:
+        if not self.query and not self.scope:
+            raise ValueError("give a query, a scope (entity or project name), or both")
+        return self
+
+    def to_domain(self) -> ContextRequest:
+        """The orchestrator request; a scope becomes the query subject and an entity filter."""
+        filters = self.filters.to_port()
+        query = self.query
+        if self.scope:
+            entities = filters.entities if self.scope in filters.entities else (*filters.entities, self.scope)
+            filters = Filters(filters.categories, filters.sources, entities, filters.time_range)
+            query = query or f"everything about {self.scope}"
+        return ContextRequest(
+            query=query,
+            task=self.task,
+            filters=filters,
+            budget=self.response_budget.to_domain(),
+            expand=self.expand,
+            group_by=self.group_by,
+        )
+
+
+class ExpandInput(StrictInput):
+    """Arguments of ``memory_expand``."""
+
+    seeds: list[Annotated[str, Field(min_length=1, max_length=MAX_ENTITY_CHARS)]] = Field(
+        default_factory=list,
+        max_length=MAX_IDS,
+        description="Memory ids and/or entity names to start from (a seed that is no known id is "
+        "treated as an entity name).",
+    )
+    edge_types: list[EdgeTypeName] | None = Field(default=None, description="Edges to follow; omit for all.")
+    hops: int = Field(default=2, ge=1, le=MAX_HOPS)
+    limit: int = Field(default=20, ge=1, le=MAX_TOP_K)
+    intent: IntentName = Field(default="GENERAL", description="Decides which edges are preferred.")
+    store: StoreName | None = None
+
+    @field_validator("seeds")
+    @classmethod
+    def _not_empty(cls, seeds: list[str]) -> list[str]:
+        if not seeds:
+            raise ValueError("give at least one seed (memory id or entity name)")
+        return seeds
+
+    def to_domain(self, ids: tuple[str, ...], entities: tuple[str, ...]) -> ExpandRequest:
+        """The orchestrator request, once the seeds are split into known ids and entity names."""
+        return ExpandRequest(
+            seeds=ids,
+            seed_entities=entities,
+            edge_types=None if self.edge_types is None else tuple(EdgeType(t) for t in self.edge_types),
+            hops=self.hops,
+            limit=self.limit,
+            intent=Intent(self.intent),
+        )
+
+
+class LinkSpec(StrictInput):
+    """An edge from the memory being written to an existing one."""
+
+    target: MemoryId
+    type: EdgeTypeName = "semantic"
+    weight: float = Field(default=1.0, gt=0.0, le=1.0)
+
+
+class WriteInput(StrictInput):
+    """Arguments of ``memory_write``."""
+
+    content: str = Field(min_length=1, description=f"The memory text (at most {MAX_CONTENT_BYTES} bytes).")
+    category: Category = "general"
+    importance: int = Field(default=3, ge=1, le=5)
+    tags: list[Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS)]] = Field(
+        default_factory=list, max_length=MAX_TAGS
+    )
+    entities: list[EntityName] = Field(default_factory=list, max_length=MAX_ENTITIES)
+    source: str = Field(default="agent", min_length=1, max_length=MAX_SOURCE_CHARS)
+    links: list[LinkSpec] = Field(default_factory=list, max_length=MAX_LINKS)
+    supersedes: list[MemoryId] = Field(
+        default_factory=list, max_length=MAX_LINKS, description="Ids of memories this one replaces."
+    )
+    replace: bool = Field(
+        default=False, description="Turn a near duplicate into an update instead of skipping."
+    )
+    store: StoreName | None = None
+
+    @field_validator("content")
+    @classmethod
+    def _bounded(cls, content: str) -> str:
+        if len(content.encode("utf-8")) > MAX_CONTENT_BYTES:
+            raise ValueError(
+                f"content is longer than {MAX_CONTENT_BYTES} bytes; split it into several memories"
+            )
+        return content
+
+    def to_domain(self) -> WriteRequest:
+        """The orchestrator request (links start at the new memory: source ``""``)."""
+        memory = NewMemory(
+            content=self.content,
+            category=self.category,
+            importance=self.importance,
+            tags=tuple(self.tags),
+            entities=tuple(self.entities),
+            source=self.source,
+        )
+        links = tuple(
+            Edge(source="", target=link.target, type=EdgeType(link.type), weight=link.weight)
+            for link in self.links
+        )
+        return WriteRequest(
+            memory=memory, links=links, supersedes=tuple(self.supersedes), replace=self.replace
+        )
+
+
+class ExplainInput(StrictInput):
+    """Arguments of ``memory_explain``: either ``trace_id`` or ``query``."""
+
+    trace_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_\-]{1,64}$")] | None = None
+    query: str | None = Field(default=None, min_length=1, max_length=MAX_QUERY_CHARS)
+    task: str = Field(default="", max_length=MAX_TASK_CHARS)
+    filters: FiltersInput = FiltersInput()
+    top_k: int = Field(default=10, ge=1, le=MAX_TOP_K)
+    store: StoreName | None = None
+
+    @model_validator(mode="after")
+    def _one_of(self) -> ExplainInput:
+        if (self.trace_id is None) == (self.query is None):
+            raise ValueError("give exactly one of trace_id (an earlier request) or query (a fresh one)")
+        return self
+
+    def to_domain(self) -> SearchRequest:
+        """The fresh search to explain (only meaningful with ``query``)."""
+        return SearchRequest(
+            query=self.query or "", task=self.task, filters=self.filters.to_port(), top_k=self.top_k
+        )
+
+
+class HealthInput(StrictInput):
+    """Arguments of ``memory_health``."""
+
+    probe: bool = Field(default=False, description="Also make a real write/read/forget round trip.")
+    store: StoreName | None = None
+
+
+class GetInput(StrictInput):
+    """Arguments of ``memory_get``."""
+
+    ids: list[MemoryId] = Field(min_length=1, max_length=MAX_IDS)
+    store: StoreName | None = None
+
+
+class LinkInput(StrictInput):
+    """Arguments of ``memory_link``."""
+
+    source: MemoryId
+    target: MemoryId
+    type: EdgeTypeName
+    weight: float = Field(default=1.0, gt=0.0, le=1.0)
+    evidence: str = Field(
+        default="", max_length=500, description="Why the two are linked (kept on the edge)."
+    )
+    store: StoreName | None = None
+
+    @model_validator(mode="after")
+    def _distinct(self) -> LinkInput:
+        if self.source == self.target:
+            raise ValueError("source and target must be different memories")
+        return self
+
+    def to_port(self) -> Edge:
+        """The port edge."""
+        metadata = {"evidence": self.evidence} if self.evidence else {}
+        return Edge(self.source, self.target, EdgeType(self.type), self.weight, metadata=metadata)
+
+
+class ForgetInput(StrictInput):
+    """Arguments of ``memory_forget``."""
+
+    id: MemoryId
+    store: StoreName | None = None
+
+
+class ChangesInput(StrictInput):
+    """Arguments of ``memory_changes``."""
+
+    since: str = Field(
+        default="last session",
+        min_length=1,
+        max_length=64,
+        description='A timestamp (RFC 3339 / ISO date) or a phrase: "last session", "2 days", '
+        '"3 hours ago", "yesterday", "last week".',
+    )
+    entity: EntityName | None = Field(
+        default=None, description="Only changes to memories naming this entity."
+    )
+    limit: int = Field(default=100, ge=1, le=500)
+    store: StoreName | None = None
+
+
+class WhyInput(StrictInput):
+    """Arguments of ``memory_why``."""
+
+    question: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    depth: int = Field(default=3, ge=1, le=MAX_HOPS, description="How many causes back to follow.")
+    store: StoreName | None = None
+
+
+class SessionSummaryInput(StrictInput):
+    """Arguments of ``memory_session_summary``."""
+
+    session_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.:\-]{1,64}$")] | None = Field(
+        default=None, description="Omit to name the session after the current time."
+    )
+    decisions: list[Annotated[str, Field(min_length=1, max_length=2000)]] = Field(
+        default_factory=list, max_length=MAX_SESSION_POINTS
+    )
+    key_points: list[Annotated[str, Field(min_length=1, max_length=2000)]] = Field(
+        default_factory=list, max_length=MAX_SESSION_POINTS, description="Facts learned (stored as fact)."
+    )
+    context: list[Annotated[str, Field(min_length=1, max_length=2000)]] = Field(
+        default_factory=list, max_length=MAX_SESSION_POINTS, description="Background (stored as context)."
+    )
+    entities: list[EntityName] = Field(
+        default_factory=list, max_length=20, description="Projects / entities the session was about."
+    )
+    store: StoreName | None = None
+
+    @model_validator(mode="after")
+    def _has_points(self) -> SessionSummaryInput:
+        if not (self.decisions or self.key_points or self.context):
+            raise ValueError("give at least one decision, key point or context line")
+        return self
+
+
+ModelT = TypeVar("ModelT", bound="StrictInput")
+
+
+# Outputs.
+
+
+class Output(BaseModel):
+    """Base of every tool output: built from domain dicts, unknown keys ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class PathStepOutput(Output):
+    """One edge walked to reach an item."""
+
+    from_id: str
+    to_id: str
+    edge_type: str
+    weight: float
+
+
+class ItemOutput(Output):
+    """One ranked memory with its score breakdown and reasons."""
+
+    memory_id: str
+    content: str
+    summary: str = ""
+    score: float
+    signals: dict[str, float] = Field(default_factory=dict)
+    reasons: list[str] = Field(default_factory=list)
+    entities: list[str] = Field(default_factory=list)
+    category: str = "general"
+    source: str = ""
+    created_at: str
+    channels: list[str] = Field(default_factory=list)
+    path: list[PathStepOutput] = Field(default_factory=list)
+    absorbed_ids: list[str] = Field(default_factory=list)
+    superseded: bool = False
+    superseded_by: list[str] = Field(default_factory=list)
+    truncated: bool = False
+
+
+class PlanOutput(Output):
+    """How the query was understood."""
+
+    intent: str
+    entities: list[str] = Field(default_factory=list)
+    strategy: str
+    hops: int
+    subqueries: list[str] = Field(default_factory=list)
+    time_window: dict[str, str | None] | None = None
+    confidence: float = 0.0
+
+
+class SearchOutput(Output):
+    """Result of ``memory_search``."""
+
+    store: str
+    items: list[ItemOutput]
+    summary: str
+    trace_id: str
+    plan: PlanOutput
+    warnings: list[str] = Field(default_factory=list)
+
+
+class ContextOutput(Output):
+    """Result of ``memory_context``."""
+
+    store: str
+    summary: str
+    context_block: str
+    items: list[ItemOutput]
+    trace_id: str
+    strategy: str
+    chars: int
+    est_tokens: int
+    cut: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+class ExpandOutput(Output):
+    """Result of ``memory_expand``."""
+
+    store: str
+    seeds: list[str]
+    seed_entities: list[str] = Field(default_factory=list)
+    items: list[ItemOutput]
+    trace_id: str
+    warnings: list[str] = Field(default_factory=list)
+
+
+class CandidateOutput(Output):
+    """An existing memory the new one could be linked to."""
+
+    id: str
+    content: str
+    similarity: float
+    edge_type: str
+    reason: str = ""
+
+
+class EdgeOutput(Output):
+    """A stored edge."""
+
+    source: str
+    target: str
+    type: str
+    weight: float
+    metadata: dict[str, str] = Field(default_factory=dict)
+
+
+class WriteOutput(Output):
+    """Result of ``memory_write``."""
+
+    store: str
+    id: str
+    action: str
+    duplicate_of: str | None = None
+    candidates: list[CandidateOutput] = Field(default_factory=list)
+    links_created: list[EdgeOutput] = Field(default_factory=list)
+    superseded: list[str] = Field(default_factory=list)
+    trace_id: str
+    warnings: list[str] = Field(default_factory=list)
+
+
+class ExplainOutput(Output):
+    """Result of ``memory_explain``: the full trace document."""
+
+    trace_id: str
+    trace: dict[str, Any]
+
+
+class CheckOutput(Output):
+    """One readiness check."""
+
+    name: str
+    status: Literal["ok", "degraded", "error"]
+    detail: str = ""
+    duration_ms: float = 0.0
+
+
+class HealthOutput(Output):
+    """Result of ``memory_health``."""
+
+    store: str
+    status: Literal["ok", "degraded", "error"]
+    backend: str
+    version: str = ""
+    memory_count: int | None = None
+    checks: list[CheckOutput]
+
+
+class MemoryOutput(Output):
+    """A full stored memory."""
+
+    id: str
+    content: str
+    category: str
+    importance: int
+    tags: list[str]
+    entities: list[str]
+    source: str
+    created_at: str
+    updated_at: str
+    superseded_by: list[str] = Field(default_factory=list)
+    metadata: dict[str, str] = Field(default_factory=dict)
+
+
+class GetOutput(Output):
+    """Result of ``memory_get``."""
+
+    store: str
+    memories: list[MemoryOutput]
+    missing: list[str] = Field(default_factory=list, description="Ids that are unknown or forgotten.")
+
+
+class LinkOutput(Output):
+    """Result of ``memory_link``."""
+
+    store: str
+    edge: EdgeOutput
+
+
+class ForgetOutput(Output):
+    """Result of ``memory_forget``."""
+
+    store: str
+    id: str
+    forgotten: bool
+
+
+class ChangeOutput(Output):
+    """One change, oldest first."""
+
+    kind: str
+    memory_id: str
+    at: str
+    summary: str = ""
+    detail: str = ""
+
+
+class ChangesOutput(Output):
+    """Result of ``memory_changes``."""
+
+    store: str
+    since: str
+    until: str
+    method: str = Field(description="change_log (the backend's history) or reconstructed (from memories).")
+    added: list[str]
+    updated: list[str]
+    superseded: list[str]
+    forgotten: list[str]
+    events: list[ChangeOutput]
+    not_visible: list[str] = Field(default_factory=list, description="What this answer could not see.")
+
+
+class ChainLinkOutput(Output):
+    """One memory of a provenance chain."""
+
+    role: str
+    memory_id: str
+    content: str
+    category: str
+    created_at: str
+    edge_type: str | None = None
+    evidence: str = ""
+    score: float
+
+
+class WhyOutput(Output):
+    """Result of ``memory_why``."""
+
+    store: str
+    question: str
+    focus_id: str | None
+    chain: list[ChainLinkOutput]
+    supersession: list[ChainLinkOutput] = Field(default_factory=list)
+    trace_id: str
+    notes: list[str] = Field(default_factory=list)
+
+
+class WrittenPointOutput(Output):
+    """One session point as stored."""
+
+    id: str
+    category: str
+    action: str
+    duplicate_of: str | None = None
+    content: str
+
+
+class SessionSummaryOutput(Output):
+    """Result of ``memory_session_summary``."""
+
+    store: str
+    session_id: str
+    session_entity: str
+    written: list[WrittenPointOutput]
+    links_created: int
+    dropped_duplicates: list[str] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+def validate_input(model: type[ModelT], arguments: dict[str, Any]) -> ModelT:
+    """Validate tool arguments; raises ``ValueError`` with a one-line message naming each bad field.
+
+    Lists and objects sent as JSON text (some clients do) are decoded first.
+    """
+    decoded = {key: _decode_json_text(model, key, value) for key, value in arguments.items()}
+    try:
+        return model.model_validate(decoded)
+    except ValidationError as exc:
+        raise ValueError(describe_validation_error(exc)) from None
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """One line per problem, joined by '; ', without echoing the rejected values."""
+    problems = []
+    for error in exc.errors(include_url=False, include_input=False):
+        where = ".".join(str(part) for part in error["loc"]) or "arguments"
+        message = str(error["msg"]).removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = "unknown field (not part of this tool's input)"
+        problems.append(f"{where}: {message}")
+    return "invalid arguments: " + "; ".join(problems)
+
+
+def _decode_json_text(model: type[StrictInput], key: str, value: Any) -> Any:
+    field = model.model_fields.get(key)
+    if field is None or not isinstance(value, str) or field.annotation is str:
+        return value
+    text = value.strip()
+    if not text.startswith(("[", "{")):
+        return value
+    try:
+        return json.loads(text)
+    except ValueError:
+        return value
