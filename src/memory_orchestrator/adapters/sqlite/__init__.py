@@ -1,0 +1,51 @@
+"""The embedded SQLite backend (the default store): ``create_backend(options)`` builds it."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from memory_orchestrator.adapters.sqlite.backend import SqliteBackend
+from memory_orchestrator.ports import InvalidRequest
+
+__all__ = ["SqliteBackend", "create_backend", "default_data_dir", "store_path"]
+
+DEFAULT_STORE = "default"
+
+
+def default_data_dir() -> Path:
+    """``$XDG_DATA_HOME/memory-orchestrator`` or ``~/.local/share/memory-orchestrator``."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "memory-orchestrator"
+
+
+def store_path(path: str | os.PathLike[str] | None, store: str) -> Path:
+    """The database file of ``store``: one file per store.
+
+    No ``path``: ``<data dir>/<store>.db``. A folder: ``<folder>/<store>.db``. A file: that file for
+    the default store, ``<stem>.<store><suffix>`` beside it for any other store.
+    """
+    if not store or "/" in store or "\\" in store or store.startswith("."):
+        raise InvalidRequest(f"store name {store!r} is not a plain file name")
+    if path is None or str(path) == "":
+        return default_data_dir() / f"{store}.db"
+    target = Path(path).expanduser()
+    if target.is_dir() or str(path).endswith(("/", os.sep)):
+        return target / f"{store}.db"
+    if store == DEFAULT_STORE:
+        return target
+    return target.with_name(f"{target.stem}.{store}{target.suffix or '.db'}")
+
+
+def create_backend(options: Mapping[str, Any]) -> SqliteBackend:
+    """An unopened SQLite backend; options: ``path``, ``store``, ``clock``, ``busy_timeout_ms``."""
+    store = str(options.get("store") or DEFAULT_STORE)
+    clock = options.get("clock")
+    return SqliteBackend(
+        store_path(options.get("path"), store),
+        store=store,
+        clock=clock if clock is not None and hasattr(clock, "now") else None,
+        busy_timeout_ms=int(options.get("busy_timeout_ms", 5000)),
+    )

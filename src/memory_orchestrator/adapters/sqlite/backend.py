@@ -1,0 +1,352 @@
+"""The embedded SQLite backend: one database file per store, WAL, FTS5 keyword search, typed edges."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+import uuid
+from collections import Counter
+from collections.abc import AsyncIterator, Collection, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from datetime import datetime
+from pathlib import Path
+
+import aiosqlite
+
+from memory_orchestrator.adapters.sqlite import graph, retrieval, writes
+from memory_orchestrator.adapters.sqlite.health import health_report
+from memory_orchestrator.adapters.sqlite.records import active_records, select_records
+from memory_orchestrator.adapters.sqlite.rows import MEMORY_COLUMNS, stamp
+from memory_orchestrator.adapters.sqlite.schema import migrate
+from memory_orchestrator.ports import (
+    AsyncLifecycle,
+    BackendHealth,
+    BackendRejected,
+    BackendUnavailable,
+    Capabilities,
+    Change,
+    ChangeKind,
+    Clock,
+    Edge,
+    EdgeType,
+    Filters,
+    Hit,
+    MemoryRecord,
+    Neighbor,
+    NewMemory,
+    NotFound,
+    OrchestratorError,
+    RecallQuery,
+    SystemClock,
+    WriteAction,
+    WriteResult,
+    ensure_utc,
+    parse_timestamp,
+)
+from memory_orchestrator.ports.autolinks import entities_for, link_candidates, plan_edges, sketch
+from memory_orchestrator.ports.text import content_hash, extract_entities, tokenize
+from memory_orchestrator.ports.validation import (
+    validate_edge,
+    validate_hops,
+    validate_limit,
+    validate_new_memory,
+)
+
+#: Attempts and first back-off of a write transaction that finds the database locked.
+WRITE_ATTEMPTS = 6
+FIRST_BACKOFF_S = 0.05
+#: Seconds the known-entity list is reused by ``recall`` (other processes may add names meanwhile).
+KNOWN_ENTITIES_TTL_S = 5.0
+
+
+class SqliteBackend(AsyncLifecycle):
+    """A ``MemoryBackend`` in one SQLite file, safe for several processes writing at once."""
+
+    name = "sqlite"
+
+    def __init__(
+        self, path: Path, *, store: str = "default", clock: Clock | None = None, busy_timeout_ms: int = 5000
+    ) -> None:
+        self.path = Path(path)
+        self.store = store
+        self.clock: Clock = clock or SystemClock()
+        self.busy_timeout_ms = busy_timeout_ms
+        self._db: aiosqlite.Connection | None = None
+        self._write_lock = asyncio.Lock()
+        self._known: tuple[float, list[str]] | None = None
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """Everything but vector search and intent-aware recall."""
+        return Capabilities(vector_search=False, intent_recall=False)
+
+    # -- life cycle -----------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Create the folder and the file if needed, switch to WAL and migrate the schema."""
+        if self._db is not None:
+            return
+        with self._translated("open"):
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = await aiosqlite.connect(self.path, isolation_level=None)
+            try:
+                await db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms):d}")
+                await db.execute("PRAGMA journal_mode = WAL")
+                await db.execute("PRAGMA synchronous = NORMAL")
+                await migrate(db, backend=self.name)
+            except BaseException:
+                await db.close()
+                raise
+            self._db = db
+
+    async def aclose(self) -> None:
+        """Close the connection. Idempotent."""
+        db, self._db = self._db, None
+        if db is not None:
+            await db.close()
+
+    @property
+    def db(self) -> aiosqlite.Connection:
+        """The open connection (``BackendUnavailable`` before ``open``)."""
+        if self._db is None:
+            raise BackendUnavailable("the SQLite backend is not open", backend=self.name)
+        return self._db
+
+    @contextmanager
+    def _translated(self, operation: str) -> Iterator[None]:
+        try:
+            yield
+        except OrchestratorError:
+            raise
+        except sqlite3.IntegrityError as exc:
+            raise BackendRejected(f"{operation}: {exc}", backend=self.name) from exc
+        except (sqlite3.Error, OSError, ValueError) as exc:
+            raise BackendUnavailable(f"{operation}: {exc}", backend=self.name) from exc
+
+    @asynccontextmanager
+    async def _transaction(self, operation: str) -> AsyncIterator[aiosqlite.Connection]:
+        db = self.db
+        async with self._write_lock:
+            with self._translated(operation):
+                await self._begin(db)
+                try:
+                    yield db
+                    await db.execute("COMMIT")
+                except BaseException:
+                    await db.execute("ROLLBACK")
+                    raise
+                finally:
+                    self._known = None
+
+    async def _begin(self, db: aiosqlite.Connection) -> None:
+        # busy_timeout already waits; this bounded retry covers writers that outlast it.
+        delay = FIRST_BACKOFF_S
+        for attempt in range(WRITE_ATTEMPTS):
+            try:
+                await db.execute("BEGIN IMMEDIATE")
+                return
+            except sqlite3.OperationalError as exc:
+                locked = "locked" in str(exc) or "busy" in str(exc)
+                if not locked or attempt == WRITE_ATTEMPTS - 1:
+                    raise
+                await asyncio.sleep(delay)
+                delay *= 2
+
+    def _now(self) -> datetime:
+        return ensure_utc(self.clock.now())
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    async def remember(self, memory: NewMemory) -> WriteResult:
+        """Store ``memory`` with its automatic edges in one immediate transaction."""
+        validate_new_memory(memory)
+        digest = content_hash(memory.content)
+        now = self._now()
+        record = MemoryRecord(
+            id=f"mem-{uuid.uuid4().hex[:20]}",
+            content=memory.content,
+            created_at=ensure_utc(memory.created_at) if memory.created_at else now,
+            updated_at=now,
+            category=memory.category,
+            importance=memory.importance,
+            tags=tuple(memory.tags),
+            entities=entities_for(memory),
+            source=memory.source,
+            metadata=dict(memory.metadata),
+        )
+        try:
+            async with self._transaction("remember") as db:
+                if memory.dedup and (existing := await writes.find_active_duplicate(db, digest)):
+                    return await self._skipped(db, existing)
+                return await self._insert(db, record, digest, memory.dedup, now)
+        except BackendRejected:
+            # A racing writer inserted the same content between our check and insert: it won.
+            async with self._transaction("remember") as db:
+                existing = await writes.find_active_duplicate(db, digest)
+                if existing is None:
+                    raise
+                return await self._skipped(db, existing)
+
+    async def _skipped(self, db: aiosqlite.Connection, existing: str) -> WriteResult:
+        found = await active_records(db, [existing])
+        return WriteResult(existing, WriteAction.SKIPPED, duplicate_of=existing, record=found.get(existing))
+
+    async def _insert(
+        self, db: aiosqlite.Connection, record: MemoryRecord, digest: str, dedup: bool, now: datetime
+    ) -> WriteResult:
+        new = sketch(record)
+        others = await writes.load_sketches(db, await writes.candidate_ids(db, new))
+        counts = await writes.entity_counts(db, new.entities)
+        edges = plan_edges(new, others, at=now, entity_counts=counts)
+        await writes.insert_memory(db, record, digest, dedup)
+        await graph.insert_edges(db, edges)
+        await writes.log_change(db, ChangeKind.ADDED, record.id, stamp(now))
+        created = Counter(edge.type.value for edge in edges)
+        candidates = link_candidates(new, others)
+        return WriteResult(
+            record.id, WriteAction.ADDED, candidates=candidates, edges_created=created, record=record
+        )
+
+    async def link(self, edge: Edge) -> Edge:
+        """Create or replace ``edge`` between two active memories."""
+        validate_edge(edge)
+        now = self._now()
+        stored = Edge(
+            edge.source, edge.target, EdgeType(edge.type), edge.weight, edge.metadata, edge.created_at or now
+        )
+        async with self._transaction("link") as db:
+            found = await active_records(db, [edge.source, edge.target])
+            for memory_id in (edge.source, edge.target):
+                if memory_id not in found:
+                    raise NotFound(f"memory {memory_id} not found")
+            await graph.store_edge(db, stored)
+            if stored.type is EdgeType.SUPERSEDES:
+                detail = f"superseded by {stored.source}"
+                await writes.log_change(db, ChangeKind.SUPERSEDED, stored.target, stamp(now), detail)
+        return stored
+
+    async def forget(self, memory_id: str) -> None:
+        """Soft-delete ``memory_id``; its edges and index entries disappear from reads."""
+        now = stamp(self._now())
+        async with self._transaction("forget") as db:
+            cursor = await db.execute(
+                "UPDATE memories SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL", (now, memory_id)
+            )
+            if cursor.rowcount == 0:
+                raise NotFound(f"memory {memory_id} not found")
+            await writes.remove_from_indexes(db, memory_id)
+            await writes.log_change(db, ChangeKind.FORGOTTEN, memory_id, now)
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    async def get(self, ids: Sequence[str]) -> list[MemoryRecord]:
+        """Active memories by id, in the order asked (each once)."""
+        with self._translated("get"):
+            found = await active_records(self.db, ids)
+        return [found[memory_id] for memory_id in dict.fromkeys(ids) if memory_id in found]
+
+    async def recent(
+        self, *, limit: int = 20, filters: Filters = Filters(), now: datetime | None = None
+    ) -> list[MemoryRecord]:
+        """Newest visible memories first."""
+        validate_limit(limit)
+        with self._translated("recent"):
+            return await retrieval.newest(self.db, filters, ensure_utc(now or self._now()), limit)
+
+    async def search(
+        self, text: str, *, limit: int = 10, filters: Filters = Filters(), now: datetime | None = None
+    ) -> list[Hit]:
+        """FTS5 BM25 keyword search."""
+        validate_limit(limit)
+        moment = ensure_utc(now or self._now())
+        with self._translated("search"):
+            scored = await retrieval.keyword(self.db, tokenize(text), filters, moment, limit)
+        return [
+            Hit(record, round(score, 6), via="keyword", signals={"keyword": round(score, 6)})
+            for record, score in scored
+        ]
+
+    async def recall(self, query: RecallQuery) -> list[Hit]:
+        """Keyword, entity and recency channels fused by weighted reciprocal rank."""
+        validate_limit(query.limit)
+        now = ensure_utc(query.now or self._now())
+        pool = query.limit * 5
+        with self._translated("recall"):
+            scored = await retrieval.keyword(self.db, tokenize(query.text), query.filters, now, pool)
+            names = extract_entities(query.text, await self._known_names())
+            anchors = await retrieval.anchored(self.db, names, query.filters, now, pool)
+            latest = await retrieval.newest(self.db, query.filters, now, query.limit)
+        channels = {"keyword": [record for record, _ in scored], "entity": anchors, "recency": latest}
+        scores = {record.id: score for record, score in scored}
+        return retrieval.fuse(channels, scores, now)[: query.limit]
+
+    async def _known_names(self) -> list[str]:
+        cached = self._known
+        if cached is not None and time.monotonic() - cached[0] < KNOWN_ENTITIES_TTL_S:
+            return cached[1]
+        names = await self._entity_names(1000)
+        self._known = (time.monotonic(), names)
+        return names
+
+    async def _entity_names(self, limit: int) -> list[str]:
+        sql = "SELECT name FROM entity_stats WHERE uses > 0 ORDER BY uses DESC, entity_norm LIMIT ?"
+        async with self.db.execute(sql, (limit,)) as cursor:
+            return [str(row[0]) for row in await cursor.fetchall()]
+
+    async def neighbors(
+        self,
+        ids: Sequence[str],
+        *,
+        edge_types: Collection[EdgeType] | None = None,
+        hops: int = 1,
+        limit: int = 100,
+        filters: Filters = Filters(),
+    ) -> list[Neighbor]:
+        """Breadth-first over edges in both directions, one query per hop for the whole frontier.
+
+        A memory reached over several edge types appears once per type (its strongest edge of that type).
+        """
+        validate_hops(hops)
+        validate_limit(limit)
+        with self._translated("neighbors"):
+            return await graph.neighbors(self.db, list(ids), edge_types, hops, limit, filters)
+
+    async def changes(self, since: datetime, *, limit: int = 100) -> list[Change]:
+        """Changes at or after ``since``, oldest first."""
+        validate_limit(limit)
+        sql = "SELECT kind, memory_id, at, detail FROM oplog WHERE at >= ? ORDER BY at, seq LIMIT ?"
+        with self._translated("changes"):
+            async with self.db.execute(sql, (stamp(since), limit)) as cursor:
+                rows = list(await cursor.fetchall())
+            records = await active_records(self.db, (row[1] for row in rows))
+        return [
+            Change(ChangeKind(row[0]), row[1], parse_timestamp(row[2]), records.get(row[1]), row[3])
+            for row in rows
+        ]
+
+    async def known_entities(self, *, limit: int = 1000) -> list[str]:
+        """Entity names of active memories, most used first, ties alphabetical."""
+        validate_limit(limit)
+        with self._translated("known_entities"):
+            return await self._entity_names(limit)
+
+    async def health(self, *, probe: bool = False) -> BackendHealth:
+        """File, schema and FTS checks; with ``probe`` a write/read/delete round trip on a scratch table."""
+        return await health_report(self, probe=probe)
+
+    async def count(self, *, include_forgotten: bool = False) -> int:
+        """Number of stored memories (active only unless asked)."""
+        sql = "SELECT count(*) FROM memories" + ("" if include_forgotten else " WHERE deleted_at IS NULL")
+        with self._translated("count"):
+            async with self.db.execute(sql) as cursor:
+                row = await cursor.fetchone()
+        return int(row[0]) if row else 0
+
+    async def all_records(self) -> list[MemoryRecord]:
+        """Every active memory, oldest first (exports and tests)."""
+        sql = (
+            f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.deleted_at IS NULL ORDER BY m.created_at, m.id"
+        )
+        with self._translated("all_records"):
+            return await select_records(self.db, sql, ())

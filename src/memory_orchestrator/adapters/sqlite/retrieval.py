@@ -1,0 +1,86 @@
+"""Reads in SQLite: BM25 keyword search, entity anchors, recency, and their fusion for ``recall``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+
+import aiosqlite
+
+from memory_orchestrator.adapters.sqlite.records import records_from_rows, select_records
+from memory_orchestrator.adapters.sqlite.rows import MEMORY_COLUMNS, fts_query, visible_clause
+from memory_orchestrator.ports import Filters, Hit, MemoryRecord
+
+#: Reciprocal-rank-fusion constant and channel weights of ``recall`` (same as the in-memory backend).
+RRF_K = 60
+RECALL_WEIGHTS: Mapping[str, float] = {"keyword": 1.0, "entity": 1.0, "recency": 0.5}
+
+
+async def keyword(
+    db: aiosqlite.Connection, tokens: Sequence[str], filters: Filters, now: datetime | None, limit: int
+) -> list[tuple[MemoryRecord, float]]:
+    """FTS5 BM25 matches (score: higher is better), best first, ties by id."""
+    query = fts_query(tokens)
+    if query is None:
+        return []
+    clause = visible_clause(filters, now)
+    sql = (
+        f"SELECT {MEMORY_COLUMNS}, -bm25(memories_fts) AS score FROM memories_fts "
+        f"JOIN memories m ON m.rowid = memories_fts.rowid "
+        f"WHERE memories_fts MATCH ? AND {clause.text()} ORDER BY bm25(memories_fts), m.id LIMIT ?"
+    )
+    async with db.execute(sql, (query, *clause.params, limit)) as cursor:
+        rows = list(await cursor.fetchall())
+    records = await records_from_rows(db, rows)
+    return [(record, float(row[-1])) for record, row in zip(records, rows, strict=True)]
+
+
+async def anchored(
+    db: aiosqlite.Connection, names: Sequence[str], filters: Filters, now: datetime | None, limit: int
+) -> list[MemoryRecord]:
+    """Memories carrying any of the entity ``names`` (case-insensitive), newest first."""
+    norms = sorted({name.casefold() for name in names})
+    if not norms:
+        return []
+    clause = visible_clause(filters, now)
+    sql = (
+        f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.id IN (SELECT memory_id FROM memory_entities "
+        f"WHERE entity_norm IN (SELECT value FROM json_each(?))) AND {clause.text()} "
+        f"ORDER BY m.created_at DESC, m.id DESC LIMIT ?"
+    )
+    return await select_records(db, sql, (json.dumps(norms), *clause.params, limit))
+
+
+async def newest(
+    db: aiosqlite.Connection, filters: Filters, now: datetime | None, limit: int
+) -> list[MemoryRecord]:
+    """The newest visible memories first."""
+    clause = visible_clause(filters, now)
+    sql = (
+        f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE {clause.text()} "
+        f"ORDER BY m.created_at DESC, m.id DESC LIMIT ?"
+    )
+    return await select_records(db, sql, (*clause.params, limit))
+
+
+def fuse(channels: Mapping[str, list[MemoryRecord]], scores: Mapping[str, float], now: datetime) -> list[Hit]:
+    """Weighted reciprocal-rank fusion of the channel lists into recall hits, best first."""
+    totals: dict[str, float] = {}
+    records: dict[str, MemoryRecord] = {}
+    signals: dict[str, dict[str, float]] = {}
+    for channel, ranked in channels.items():
+        for rank, record in enumerate(ranked, start=1):
+            share = RECALL_WEIGHTS[channel] / (RRF_K + rank)
+            totals[record.id] = totals.get(record.id, 0.0) + share
+            records[record.id] = record
+            signals.setdefault(record.id, {})[channel] = round(share, 6)
+    hits: list[Hit] = []
+    for memory_id, total in totals.items():
+        record = records[memory_id]
+        parts = signals[memory_id]
+        parts["bm25"] = round(scores.get(memory_id, 0.0), 6)
+        parts["age_days"] = round(max(0.0, (now - record.created_at).total_seconds() / 86400), 3)
+        hits.append(Hit(record, round(total, 8), via="recall", signals=parts))
+    hits.sort(key=lambda hit: (-hit.score, hit.record.id))
+    return hits

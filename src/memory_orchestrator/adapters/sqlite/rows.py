@@ -1,0 +1,107 @@
+"""Row <-> record conversion, timestamp text, filter clauses and safe FTS queries for SQLite."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from memory_orchestrator.ports import Edge, EdgeType, Filters, MemoryRecord, ensure_utc, parse_timestamp
+
+#: The columns every memory query selects, in :func:`record_from_row` order.
+MEMORY_COLUMNS = (
+    "m.id, m.content, m.category, m.importance, m.tags, m.entities, m.source, m.metadata, "
+    "m.created_at, m.updated_at"
+)
+EDGE_COLUMNS = "e.source_id, e.target_id, e.type, e.weight, e.metadata, e.created_at"
+
+
+def stamp(moment: datetime) -> str:
+    """Fixed-width UTC text of ``moment`` (sorts like time)."""
+    return ensure_utc(moment).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def record_from_row(row: Sequence[Any], superseded_by: Sequence[str] = ()) -> MemoryRecord:
+    """A ``MemoryRecord`` from a row selected with :data:`MEMORY_COLUMNS`."""
+    return MemoryRecord(
+        id=row[0],
+        content=row[1],
+        category=row[2],
+        importance=int(row[3]),
+        tags=tuple(json.loads(row[4])),
+        entities=tuple(json.loads(row[5])),
+        source=row[6],
+        metadata=json.loads(row[7]),
+        created_at=parse_timestamp(row[8]),
+        updated_at=parse_timestamp(row[9]),
+        superseded_by=tuple(superseded_by),
+    )
+
+
+def edge_from_row(row: Sequence[Any]) -> Edge:
+    """An ``Edge`` from a row selected with :data:`EDGE_COLUMNS`."""
+    return Edge(
+        source=row[0],
+        target=row[1],
+        type=EdgeType(row[2]),
+        weight=float(row[3]),
+        metadata=json.loads(row[4]),
+        created_at=parse_timestamp(row[5]),
+    )
+
+
+def as_json(value: Any) -> str:
+    """Compact JSON text for a column."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+
+
+@dataclass(slots=True)
+class Clause:
+    """A ``WHERE`` fragment over memories aliased ``m`` and its parameters."""
+
+    sql: list[str] = field(default_factory=list)
+    params: list[Any] = field(default_factory=list)
+
+    def add(self, sql: str, *params: Any) -> None:
+        """Append one condition."""
+        self.sql.append(sql)
+        self.params.extend(params)
+
+    def text(self) -> str:
+        """The conditions joined with ``AND`` (``1`` when empty)."""
+        return " AND ".join(self.sql) if self.sql else "1"
+
+
+def visible_clause(filters: Filters, now: datetime | None) -> Clause:
+    """Active memories created at or before ``now`` that pass ``filters``, all natively in SQL."""
+    clause = Clause()
+    clause.add("m.deleted_at IS NULL")
+    if now is not None:
+        clause.add("m.created_at <= ?", stamp(now))
+    if filters.categories:
+        clause.add("m.category IN (SELECT value FROM json_each(?))", json.dumps(list(filters.categories)))
+    if filters.sources:
+        clause.add("m.source IN (SELECT value FROM json_each(?))", json.dumps(list(filters.sources)))
+    if filters.entities:
+        names = json.dumps([name.casefold() for name in filters.entities])
+        clause.add(
+            "EXISTS (SELECT 1 FROM memory_entities f WHERE f.memory_id = m.id "
+            "AND f.entity_norm IN (SELECT value FROM json_each(?)))",
+            names,
+        )
+    window = filters.time_range
+    if window is not None and window.start is not None:
+        clause.add("m.created_at >= ?", stamp(window.start))
+    if window is not None and window.end is not None:
+        clause.add("m.created_at < ?", stamp(window.end))
+    return clause
+
+
+def fts_query(tokens: Sequence[str]) -> str | None:
+    """An FTS5 ``OR`` query of quoted terms; user text never reaches FTS syntax unquoted."""
+    unique = list(dict.fromkeys(token for token in tokens if token))
+    if not unique:
+        return None
+    return " OR ".join('"' + token.replace('"', '""') + '"' for token in unique)

@@ -1,0 +1,120 @@
+"""The SQLite schema and its migrations, versioned with ``PRAGMA user_version``."""
+
+from __future__ import annotations
+
+import aiosqlite
+
+from memory_orchestrator.ports import BackendRejected
+
+# Timestamps are stored as fixed-width RFC 3339 UTC text (microseconds always present), so text
+# comparison orders them in time and indexes serve range queries.
+SCHEMA_V1 = """
+CREATE TABLE IF NOT EXISTS memories (
+    id TEXT PRIMARY KEY,
+    content TEXT NOT NULL,
+    content_hash TEXT NOT NULL,
+    dedup_key TEXT,
+    category TEXT NOT NULL,
+    importance INTEGER NOT NULL,
+    tags TEXT NOT NULL DEFAULT '[]',
+    entities TEXT NOT NULL DEFAULT '[]',
+    source TEXT NOT NULL,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    deleted_at TEXT
+);
+CREATE INDEX IF NOT EXISTS memories_created ON memories(created_at) WHERE deleted_at IS NULL;
+CREATE INDEX IF NOT EXISTS memories_source_created ON memories(source, created_at)
+    WHERE deleted_at IS NULL;
+CREATE INDEX IF NOT EXISTS memories_hash ON memories(content_hash) WHERE deleted_at IS NULL;
+-- Two writers racing with the same deduplicated content: exactly one insert can win.
+CREATE UNIQUE INDEX IF NOT EXISTS memories_dedup ON memories(dedup_key)
+    WHERE deleted_at IS NULL AND dedup_key IS NOT NULL;
+
+-- Entity names of active memories only (rows are removed when a memory is forgotten).
+CREATE TABLE IF NOT EXISTS memory_entities (
+    memory_id TEXT NOT NULL REFERENCES memories(id),
+    entity_norm TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (entity_norm, memory_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS memory_entities_time ON memory_entities(entity_norm, created_at);
+CREATE INDEX IF NOT EXISTS memory_entities_memory ON memory_entities(memory_id);
+
+CREATE TABLE IF NOT EXISTS entity_stats (
+    entity_norm TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    uses INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS entity_stats_uses ON entity_stats(uses DESC, entity_norm);
+
+-- One row per edge; reads follow it from both ends through the two indexes.
+CREATE TABLE IF NOT EXISTS edges (
+    source_id TEXT NOT NULL,
+    target_id TEXT NOT NULL,
+    type TEXT NOT NULL,
+    weight REAL NOT NULL,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (source_id, target_id, type)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS edges_target ON edges(target_id, type);
+
+-- The shared tokenizer's output (stop words dropped, Han bigrams) so BM25 sees the same terms as
+-- every other backend; rowid is the memory's rowid.
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
+    tokens, tokenize = 'unicode61 remove_diacritics 0'
+);
+
+CREATE TABLE IF NOT EXISTS oplog (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    at TEXT NOT NULL,
+    detail TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS oplog_at ON oplog(at, seq);
+
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS probe (id INTEGER PRIMARY KEY, at TEXT NOT NULL);
+"""
+
+#: (version, script) in order; a database at version N runs every script above N.
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, SCHEMA_V1),)
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+async def schema_version(db: aiosqlite.Connection) -> int:
+    """The database's ``user_version``."""
+    async with db.execute("PRAGMA user_version") as cursor:
+        row = await cursor.fetchone()
+    return int(row[0]) if row else 0
+
+
+async def migrate(db: aiosqlite.Connection, *, backend: str = "sqlite") -> int:
+    """Bring the schema up to :data:`SCHEMA_VERSION` in one immediate transaction; return the version."""
+    await db.execute("BEGIN IMMEDIATE")
+    try:
+        current = await schema_version(db)
+        if current > SCHEMA_VERSION:
+            raise BackendRejected(
+                f"database schema version {current} is newer than this program's {SCHEMA_VERSION}",
+                backend=backend,
+            )
+        for version, script in MIGRATIONS:
+            if version > current:
+                for statement in _statements(script):
+                    await db.execute(statement)
+                await db.execute(f"PRAGMA user_version = {version:d}")
+        await db.execute("COMMIT")
+    except BaseException:
+        await db.execute("ROLLBACK")
+        raise
+    return SCHEMA_VERSION
+
+
+def _statements(script: str) -> list[str]:
+    # executescript would COMMIT our transaction first; split on ';' (no ';' inside these statements).
+    lines = [line for line in script.splitlines() if not line.strip().startswith("--")]
+    return [part.strip() for part in "\n".join(lines).split(";") if part.strip()]
