@@ -1,0 +1,135 @@
+"""Composition root: settings -> plugins -> backend -> scorers -> trace store -> Orchestrator.
+
+The CLI, the MCP server and the evaluation harness all start here, so one configuration gives the
+same pipeline everywhere. Nothing is opened before :func:`open_runtime` is entered.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memory_orchestrator.entrypoints.settings import Settings
+from memory_orchestrator.plugins.manager import PluginManager, load_plugins
+from memory_orchestrator.ports import MemoryBackend, PluginError, Scorer, TraceStore
+
+
+@dataclass(frozen=True, slots=True)
+class Runtime:
+    """Everything one process needs, opened together and closed together."""
+
+    backend: MemoryBackend
+    orchestrator: Any
+    settings: Settings
+    plugins: PluginManager
+    scorers: tuple[Scorer, ...] = ()
+    traces: TraceStore | None = None
+
+
+def build_plugins(settings: Settings) -> PluginManager:
+    """Load the installed plugins allowed by the settings."""
+    return load_plugins(allow=settings.plugins.allow)
+
+
+def build_backend(
+    settings: Settings, plugins: PluginManager, *, name: str | None = None, store: str | None = None
+) -> MemoryBackend:
+    """An unopened backend from the factory its plugin registered; ``store`` overrides the namespace."""
+    backend_name = name or settings.backend.name
+    options = settings.backend_options(backend_name)
+    if store is not None:
+        options["store"] = store
+    return plugins.create_backend(backend_name, options)
+
+
+def build_scorers(settings: Settings, plugins: PluginManager) -> tuple[Scorer, ...]:
+    """The enabled plugin scorers (every registered one unless ``scorers.enabled`` lists them)."""
+    names = settings.scorers.enabled
+    if names is None:
+        names = sorted(plugins.scorers)
+    unknown = sorted(set(settings.scorers.options) - set(plugins.scorers))
+    if unknown:
+        raise PluginError(
+            f"options given for unregistered scorer(s): {', '.join(unknown)} "
+            f"(registered: {', '.join(sorted(plugins.scorers)) or 'none'})"
+        )
+    return tuple(plugins.create_scorer(name, settings.scorers.options.get(name, {})) for name in names)
+
+
+def build_trace_store(settings: Settings) -> TraceStore | None:
+    """The persistent trace store next to the data, or ``None`` when traces are not stored."""
+    if not settings.features.store_traces or settings.traces.retention == 0:
+        return None
+    try:
+        module = importlib.import_module("memory_orchestrator.adapters.sqlite.trace_store")
+    except ImportError:
+        return None
+    path = settings.trace_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    store: TraceStore = module.SqliteTraceStore(path, retention=settings.traces.retention)
+    return store
+
+
+def build_orchestrator(
+    settings: Settings,
+    backend: MemoryBackend,
+    scorers: tuple[Scorer, ...],
+    traces: TraceStore | None,
+) -> Any:
+    """The domain Orchestrator wired with the configured pipeline."""
+    from memory_orchestrator.domain.orchestrator import Orchestrator
+
+    return Orchestrator(backend, config=settings.pipeline_config(), scorers=scorers, traces=traces)
+
+
+def ensure_data_dir(settings: Settings, backend_name: str) -> None:
+    """Create the folder of a file-based store so a first run just works."""
+    if backend_name == "sqlite":
+        Path(settings.backend_options("sqlite")["path"]).parent.mkdir(parents=True, exist_ok=True)
+
+
+@contextlib.asynccontextmanager
+async def open_backend(
+    settings: Settings,
+    plugins: PluginManager | None = None,
+    *,
+    name: str | None = None,
+    store: str | None = None,
+) -> AsyncIterator[MemoryBackend]:
+    """Open the configured backend alone (raw commands that do not need the pipeline)."""
+    plugins = plugins or build_plugins(settings)
+    ensure_data_dir(settings, name or settings.backend.name)
+    backend = build_backend(settings, plugins, name=name, store=store)
+    async with backend:
+        yield backend
+
+
+@contextlib.asynccontextmanager
+async def open_runtime(
+    settings: Settings,
+    *,
+    plugins: PluginManager | None = None,
+    store: str | None = None,
+) -> AsyncIterator[Runtime]:
+    """Open backend and trace store, build the Orchestrator, close everything on exit."""
+    plugins = plugins or build_plugins(settings)
+    scorers = build_scorers(settings, plugins)
+    traces = build_trace_store(settings)
+    async with contextlib.AsyncExitStack() as stack:
+        backend = await stack.enter_async_context(open_backend(settings, plugins, store=store))
+        if traces is not None:
+            await traces.open()
+            stack.push_async_callback(traces.aclose)
+        orchestrator = build_orchestrator(settings, backend, scorers, traces)
+        yield Runtime(
+            backend=backend,
+            orchestrator=orchestrator,
+            settings=settings,
+            plugins=plugins,
+            scorers=scorers,
+            traces=traces,
+        )

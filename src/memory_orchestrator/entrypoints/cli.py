@@ -1,0 +1,70 @@
+"""The ``orchestrator`` command line: backend commands, the pipeline, plugins, config and the demo.
+
+``eval``/``bench`` (evaluation) and ``serve`` (MCP server) live in their own modules and are mounted
+when present, so the CLI works while they are being written.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from memory_orchestrator.entrypoints import cli_admin, cli_pipeline, cli_store
+from memory_orchestrator.entrypoints.cli_state import CliState
+
+app = typer.Typer(
+    name="orchestrator",
+    help="Memory orchestration for AI agents: plan, retrieve, expand, rank, pack and explain.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def main_options(
+    ctx: typer.Context,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config", "-c", help="TOML file (default: $ORCHESTRATOR_CONFIG or ./orchestrator.toml)."
+        ),
+    ] = None,
+    backend: Annotated[
+        str | None, typer.Option("--backend", "-b", help="Backend to use (overrides backend.name).")
+    ] = None,
+    store: Annotated[
+        str | None, typer.Option("--store", help="Store (namespace) inside the backend.")
+    ] = None,
+) -> None:
+    """Global options, given before the command."""
+    ctx.obj = CliState(config=config, backend=backend, store=store)
+
+
+def _mount_optional(module_name: str, attribute: str, command: str, *, group: bool) -> None:
+    # Written by other engineers; a missing or broken module must not take the whole CLI down.
+    try:
+        module = importlib.import_module(f"memory_orchestrator.entrypoints.{module_name}")
+        target = getattr(module, attribute)
+    except (ImportError, AttributeError):
+        return
+    if group:
+        app.add_typer(target, name=command)
+    else:
+        app.command(command)(target)
+
+
+cli_store.register(app)
+cli_pipeline.register(app)
+cli_admin.register(app)
+_mount_optional("cli_eval", "app", "eval", group=True)
+_mount_optional("cli_eval", "bench", "bench", group=False)
+_mount_optional("cli_serve", "serve", "serve", group=False)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,75 @@
+"""CLI commands about the installation itself: plugins and configuration."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated, Any
+
+import typer
+from rich.text import Text
+
+from memory_orchestrator.entrypoints import cli_output as out
+from memory_orchestrator.entrypoints.bootstrap import build_plugins
+from memory_orchestrator.entrypoints.cli_state import JsonOption, guarded, print_json, settings_of
+from memory_orchestrator.entrypoints.settings import hash_token
+
+config_app = typer.Typer(help="Inspect the configuration.", no_args_is_help=True)
+
+
+def plugins(ctx: typer.Context, as_json: JsonOption = False) -> None:
+    """List the loaded plugins and the backends and scorers each registers."""
+
+    def action() -> dict[str, Any]:
+        manager = build_plugins(settings_of(ctx))
+        return {
+            "plugins": [info.to_dict() for info in manager.plugins()],
+            "backends": {name: reg.plugin for name, reg in sorted(manager.backends.items())},
+            "scorers": {name: reg.plugin for name, reg in sorted(manager.scorers.items())},
+        }
+
+    data = guarded(action)
+    if as_json:
+        print_json(data)
+        return
+    rows = [
+        (
+            p["name"],
+            "built-in" if p["builtin"] else p["distribution"] or "in-process",
+            p["version"],
+            ", ".join(p["backends"]) or "-",
+            ", ".join(p["scorers"]) or "-",
+        )
+        for p in data["plugins"]
+    ]
+    out.console.print(out.table("plugins", ("plugin", "from", "version", "backends", "scorers"), rows))
+
+
+@config_app.command("show")
+def config_show(ctx: typer.Context, as_json: JsonOption = False) -> None:
+    """Print the effective configuration (file + environment + flags), secrets masked."""
+    settings = guarded(lambda: settings_of(ctx))
+    data = settings.masked()
+    if as_json:
+        print_json(data)
+        return
+    source = str(settings.config_file) if settings.config_file else "none (defaults + environment)"
+    out.console.print(Text(f"configuration file: {source}"))
+    out.console.print(Text(json.dumps(data, indent=2, ensure_ascii=False)))
+
+
+@config_app.command("hash-token")
+def config_hash_token(
+    token: Annotated[
+        str | None, typer.Argument(help="The bearer token; read from stdin when omitted.")
+    ] = None,
+) -> None:
+    """Print the SHA-256 digest to put in ``[[auth.tokens]] sha256`` (the token itself is never stored)."""
+    secret = token if token is not None else sys.stdin.readline().strip()
+    typer.echo(guarded(lambda: hash_token(secret)))
+
+
+def register(app: typer.Typer) -> None:
+    """Mount the installation commands on ``app``."""
+    app.command()(plugins)
+    app.add_typer(config_app, name="config")

@@ -1,0 +1,62 @@
+"""Built-in ranking signals registered through the ``scorers`` plugin."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from memory_orchestrator.ports import InvalidRequest, MemoryRecord, ScoringContext
+
+_WORD = re.compile(r"[^\W_]+(?:[-'][^\W_]+)*", re.UNICODE)
+
+
+def read_weight(options: Mapping[str, Any], default: float, *, scorer: str) -> float:
+    """The ``weight`` option of a scorer, validated to lie in ``[0, 5]``."""
+    value = options.get("weight", default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0.0 <= float(value) <= 5.0:
+        raise InvalidRequest(f"scorer {scorer!r}: weight must be a number between 0 and 5, got {value!r}")
+    return float(value)
+
+
+class TagMatchScorer:
+    """Rewards memories whose tags the question names (a tag is a curated, high-precision topic).
+
+    The signal is ``1 - 0.5**matches``: one named tag gives 0.5, two 0.75, so a memory with many
+    tags cannot dominate; a tag counts when it appears in the query or task as a whole word (or
+    phrase) or equals one of the planned entities.
+    """
+
+    name = "tag_match"
+
+    def __init__(self, weight: float = 0.05) -> None:
+        self.weight = weight
+
+    def score(self, context: ScoringContext, record: MemoryRecord, signals: Mapping[str, float]) -> float:
+        """Return the tag-match signal of ``record`` in ``[0, 1]``."""
+        if not record.tags:
+            return 0.0
+        words = _words(f"{context.query} {context.task}")
+        entities = {entity.casefold() for entity in context.entities}
+        matches = sum(1 for tag in set(record.tags) if _tag_named(tag, words, entities))
+        return 1.0 - 0.5**matches
+
+
+def _words(text: str) -> tuple[str, ...]:
+    return tuple(word.casefold() for word in _WORD.findall(text))
+
+
+def _tag_named(tag: str, words: tuple[str, ...], entities: set[str]) -> bool:
+    folded = tag.casefold()
+    if folded in entities:
+        return True
+    tag_words = _words(folded)
+    if not tag_words:
+        return False
+    size = len(tag_words)
+    return any(words[start : start + size] == tag_words for start in range(len(words) - size + 1))
+
+
+def create_tag_match_scorer(options: Mapping[str, Any]) -> TagMatchScorer:
+    """Factory of :class:`TagMatchScorer` (option ``weight``, default 0.05)."""
+    return TagMatchScorer(weight=read_weight(options, 0.05, scorer=TagMatchScorer.name))
