@@ -71,7 +71,7 @@ def test_loopback_detection(host: str, loopback: bool) -> None:
 
 
 def test_binding_beyond_loopback_without_tokens_is_refused() -> None:
-    with pytest.raises(ValueError, match="refusing to listen on 0.0.0.0"):
+    with pytest.raises(ValueError, match=r"refusing to listen on 0\.0\.0\.0"):
         check_bind("0.0.0.0", TokenRegistry([]))
     check_bind("0.0.0.0", TokenRegistry([READER]))
     check_bind("127.0.0.1", TokenRegistry([]))

@@ -119,7 +119,7 @@ def test_write_input_builds_the_memory_and_links_from_the_new_memory() -> None:
 def test_write_input_bounds_content_bytes_and_ids() -> None:
     with pytest.raises(ValueError, match="split it"):
         validate_input(WriteInput, {"content": "é" * (MAX_CONTENT_BYTES // 2 + 1)})
-    with pytest.raises(ValueError, match="supersedes.0"):
+    with pytest.raises(ValueError, match=r"supersedes\.0"):
         validate_input(WriteInput, {"content": "x", "supersedes": ["no spaces allowed"]})
 
 
