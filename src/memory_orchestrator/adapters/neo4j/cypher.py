@@ -1,0 +1,231 @@
+"""The Cypher statements of the Neo4j backend.
+
+Every statement is a constant: caller input only ever travels as parameters. Every statement is scoped
+by ``$store`` (directly or through ``uid`` keys that start with it). Node variable ``m`` is the memory a
+filter applies to.
+"""
+
+from __future__ import annotations
+
+from memory_orchestrator.adapters.neo4j.schema import FULLTEXT_INDEX
+from memory_orchestrator.ports import EdgeType
+
+#: Relationship type per edge type (a fixed table, so no input ever becomes a type name).
+RELATIONSHIP_TYPES: dict[EdgeType, str] = {kind: kind.value.upper() for kind in EdgeType}
+EDGE_TYPES_BY_RELATIONSHIP: dict[str, EdgeType] = {rel: kind for kind, rel in RELATIONSHIP_TYPES.items()}
+
+#: Active memory of the store passing every ``Filters`` restriction and visible "as of" ``$now``.
+MEMORY_FILTER = """
+m.store = $store AND m.forgotten = false AND m.created_at <= $now
+AND ($categories IS NULL OR m.category IN $categories)
+AND ($sources IS NULL OR m.source IN $sources)
+AND ($start IS NULL OR m.created_at >= $start)
+AND ($end IS NULL OR m.created_at < $end)
+AND ($filter_entity_uids IS NULL
+     OR EXISTS { MATCH (m)-[:MENTIONS]->(fe:Entity) WHERE fe.uid IN $filter_entity_uids })
+"""
+
+KEYWORD_CHANNEL = f"""
+CALL () {{
+  UNWIND CASE WHEN $lucene = '' THEN [] ELSE [$lucene] END AS lucene
+  CALL db.index.fulltext.queryNodes('{FULLTEXT_INDEX}', lucene) YIELD node AS m, score
+  WHERE {MEMORY_FILTER}
+  WITH m, score LIMIT $depth
+  RETURN collect({{memory: m, score: score}}) AS keyword
+}}
+"""
+
+SEARCH = KEYWORD_CHANNEL + "RETURN keyword"
+
+RECALL = (
+    KEYWORD_CHANNEL
+    + f"""
+CALL () {{
+  MATCH (m:Memory) WHERE {MEMORY_FILTER}
+  WITH m ORDER BY m.created_at DESC, m.id DESC LIMIT $depth
+  RETURN collect({{memory: m, score: 1.0}}) AS recency
+}}
+CALL () {{
+  UNWIND $anchor_uids AS anchor
+  MATCH (:Entity {{uid: anchor}})<-[:MENTIONS]-(m:Memory) WHERE {MEMORY_FILTER}
+  WITH m, count(*) AS shared ORDER BY shared DESC, m.created_at DESC, m.id LIMIT $depth
+  RETURN collect({{memory: m, score: toFloat(shared)}}) AS entity
+}}
+RETURN keyword, recency, entity
+"""
+)
+
+RECENT = f"""
+MATCH (m:Memory) WHERE {MEMORY_FILTER}
+RETURN m ORDER BY m.created_at DESC, m.id DESC LIMIT $limit
+"""
+
+#: One hop of ``neighbors`` for the whole frontier; the strongest edge per reached memory wins.
+NEIGHBORS_HOP = f"""
+UNWIND $frontier AS start_uid
+MATCH (a:Memory {{uid: start_uid}})-[r]-(m:Memory)
+WHERE a.forgotten = false AND type(r) IN $types AND NOT m.uid IN $visited AND {MEMORY_FILTER}
+WITH a, r, m ORDER BY r.weight DESC, a.id
+WITH m, collect({{rel: r, from_id: a.id}})[0] AS best
+RETURN m, best.from_id AS from_id, type(best.rel) AS type, startNode(best.rel).id AS source,
+       endNode(best.rel).id AS target, best.rel.weight AS weight, best.rel.metadata AS metadata,
+       best.rel.created_at AS created_at
+ORDER BY weight DESC, m.id LIMIT $limit
+"""
+
+GET = """
+UNWIND range(0, size($uids) - 1) AS position
+MATCH (m:Memory {uid: $uids[position]}) WHERE m.forgotten = false
+RETURN m ORDER BY position
+"""
+
+EXISTING_DUPLICATE = """
+MATCH (m:Memory) WHERE m.store = $store AND m.content_hash = $hash AND m.forgotten = false
+RETURN m ORDER BY m.created_at, m.id LIMIT 1
+"""
+
+#: Everything the write-time link rules need, in one round trip (see ``ports.autolinks``).
+LINK_CANDIDATES = (
+    """
+CALL () {
+  MATCH (m:Memory) WHERE $dedup AND m.store = $store AND m.content_hash = $hash AND m.forgotten = false
+  WITH m ORDER BY m.created_at, m.id LIMIT 1
+  RETURN collect(m) AS duplicate
+}
+CALL () {
+  MATCH (m:Memory) WHERE m.store = $store AND m.source = $source AND m.forgotten = false
+    AND (m.created_at < $at OR (m.created_at = $at AND m.id < $id))
+  WITH m ORDER BY m.created_at DESC, m.id DESC LIMIT $causal_window
+  RETURN collect(m) AS earlier
+}
+CALL () {
+  MATCH (m:Memory) WHERE m.store = $store AND m.source = $source AND m.forgotten = false
+    AND (m.created_at > $at OR (m.created_at = $at AND m.id > $id))
+  WITH m ORDER BY m.created_at, m.id LIMIT 1
+  RETURN collect(m) AS later
+}
+CALL () {
+  MATCH (m:Memory) WHERE m.store = $store AND m.forgotten = false
+    AND m.created_at >= $window_start AND m.created_at <= $window_end
+  WITH m ORDER BY abs(duration.inSeconds(m.created_at, $at).seconds), m.id LIMIT $proximity_max
+  RETURN collect(m) AS nearby
+}
+CALL () {
+  UNWIND $entity_uids AS entity_uid
+  CALL (entity_uid) {
+    MATCH (:Entity {uid: entity_uid})<-[:MENTIONS]-(m:Memory) WHERE m.forgotten = false
+    RETURN m ORDER BY abs(duration.inSeconds(m.created_at, $at).seconds), m.id LIMIT $entity_per_name
+  }
+  RETURN collect(m) AS sharing
+}
+CALL () {
+  UNWIND $entity_uids AS entity_uid
+  MATCH (e:Entity {uid: entity_uid})
+  RETURN collect([e.key, COUNT { MATCH (e)<-[:MENTIONS]-(c:Memory) WHERE c.forgotten = false }]) AS counts
+}
+CALL () {
+  UNWIND CASE WHEN $lucene = '' THEN [] ELSE [$lucene] END AS lucene
+  CALL db.index.fulltext.queryNodes('"""
+    + FULLTEXT_INDEX
+    + """', lucene) YIELD node AS m
+  WHERE m.store = $store AND m.forgotten = false
+  WITH m LIMIT $similar_max
+  RETURN collect(m) AS similar
+}
+RETURN duplicate, earlier, later, nearby, sharing, counts, similar
+"""
+)
+
+
+def _create_edge_clause(relationship: str) -> str:
+    return (
+        f"FOREACH (_ IN CASE WHEN edge.type = '{relationship}' THEN [1] ELSE [] END |"
+        f" CREATE (a)-[:{relationship} {{store: $store, weight: edge.weight, metadata: edge.metadata,"
+        " created_at: edge.created_at}]->(b))"
+    )
+
+
+_CREATE_EDGE_CLAUSES = "\n".join(_create_edge_clause(rel) for rel in RELATIONSHIP_TYPES.values())
+
+#: Creates ``$edges`` (maps with from/to uids, type, weight, metadata, created_at).
+CREATE_EDGES = (
+    "UNWIND $edges AS edge\n"
+    "MATCH (a:Memory {uid: edge.from}), (b:Memory {uid: edge.to})\n" + _CREATE_EDGE_CLAUSES
+)
+
+CREATE_MEMORY = f"""
+CREATE (m:Memory)
+SET m = $props
+WITH m
+CALL (m) {{
+  UNWIND $entities AS entity
+  MERGE (e:Entity {{uid: entity.uid}})
+    ON CREATE SET e.store = $store, e.key = entity.key, e.name = entity.name
+  CREATE (m)-[:MENTIONS {{store: $store}}]->(e)
+}}
+CALL () {{
+{CREATE_EDGES}
+}}
+CREATE (:Change {{store: $store, seq: $seq, kind: 'added', memory_id: m.id, at: $written_at}})
+RETURN m
+"""
+
+ACTIVE_IDS = """
+UNWIND $uids AS uid
+MATCH (m:Memory {uid: uid}) WHERE m.forgotten = false
+RETURN m.id AS id
+"""
+
+#: Replaces any edge of the same type between the two (either direction; supersedes: same direction).
+REPLACE_EDGE = f"""
+MATCH (a:Memory {{uid: $source_uid}}), (b:Memory {{uid: $target_uid}})
+WHERE a.forgotten = false AND b.forgotten = false
+CALL (a, b) {{
+  OPTIONAL MATCH (a)-[old]-(b)
+  WHERE type(old) = $type AND (type(old) <> 'SUPERSEDES' OR startNode(old) = a)
+  DELETE old
+}}
+WITH a, b, [{{from: a.uid, to: b.uid, type: $type, weight: $weight, metadata: $metadata,
+              created_at: $created_at}}] AS edges
+CALL (a, b, edges) {{
+  UNWIND edges AS edge
+{_CREATE_EDGE_CLAUSES}
+}}
+RETURN a.id AS source
+"""
+
+MARK_SUPERSEDED = """
+MATCH (old:Memory {uid: $target_uid})
+SET old.superseded_by = [x IN coalesce(old.superseded_by, []) WHERE x <> $source_id] + $source_id,
+    old.updated_at = $written_at
+CREATE (:Change {store: $store, seq: $seq, kind: 'superseded', memory_id: old.id, at: $written_at,
+                 detail: 'superseded by ' + $source_id})
+"""
+
+FORGET = """
+MATCH (m:Memory {uid: $uid}) WHERE m.forgotten = false
+SET m.forgotten = true, m.forgotten_at = $written_at, m.updated_at = $written_at, m.dedup_key = null
+CREATE (:Change {store: $store, seq: $seq, kind: 'forgotten', memory_id: m.id, at: $written_at})
+RETURN m.id AS id
+"""
+
+CHANGES = """
+MATCH (c:Change) WHERE c.store = $store AND c.at >= $since
+WITH c ORDER BY c.at, c.seq LIMIT $limit
+OPTIONAL MATCH (m:Memory {uid: $store + ':' + c.memory_id})
+RETURN c.kind AS kind, c.memory_id AS memory_id, c.at AS at, coalesce(c.detail, '') AS detail, m
+ORDER BY c.at, c.seq
+"""
+
+KNOWN_ENTITIES = """
+MATCH (e:Entity) WHERE e.store = $store
+WITH e, COUNT { MATCH (e)<-[:MENTIONS]-(m:Memory) WHERE m.forgotten = false } AS uses
+WHERE uses > 0
+RETURN e.name AS name ORDER BY uses DESC, e.key LIMIT $limit
+"""
+
+COUNT_ACTIVE = """
+MATCH (m:Memory) WHERE m.store = $store AND m.forgotten = false RETURN count(m) AS memories
+"""
+
+VERSION = "CALL dbms.components() YIELD name, versions, edition RETURN versions[0] AS version, edition"

@@ -1,0 +1,160 @@
+"""Conversions between port records and Neo4j parameters / result values."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from memory_orchestrator.adapters.neo4j.cypher import EDGE_TYPES_BY_RELATIONSHIP, RELATIONSHIP_TYPES
+from memory_orchestrator.ports import Edge, Filters, MemoryRecord, NewMemory, ensure_utc
+from memory_orchestrator.ports.autolinks import MemorySketch
+from memory_orchestrator.ports.text import content_hash, tokenize
+
+#: Lucene refuses boolean queries past 1024 clauses; a few hundred distinct terms is plenty to rank.
+MAX_QUERY_TERMS = 200
+_LUCENE_SPECIAL = re.compile(r'([+\-&|!(){}\[\]^"~*?:\\/])')
+
+
+def uid(store: str, memory_id: str) -> str:
+    """The store-qualified key of a memory or entity (``store:id``)."""
+    return f"{store}:{memory_id}"
+
+
+def to_native(value: Any) -> datetime:
+    """A Neo4j ``DateTime`` (or a Python datetime) as an aware UTC datetime."""
+    native = value.to_native() if hasattr(value, "to_native") else value
+    if not isinstance(native, datetime):
+        raise TypeError(f"expected a datetime, got {type(value).__name__}")
+    return ensure_utc(native)
+
+
+def lucene_query(text: str, *, max_terms: int = MAX_QUERY_TERMS) -> str:
+    """An OR of the text's tokens, each quoted and escaped; ``''`` when there is no token.
+
+    The tokens come from the shared tokenizer (so every backend matches on the same terms); quoting
+    and escaping keeps Lucene syntax in user text from ever being interpreted.
+    """
+    terms: list[str] = []
+    for token in tokenize(text):
+        if token not in terms:
+            terms.append(token)
+        if len(terms) >= max_terms:
+            break
+    return " OR ".join(f'"{_escape(term)}"' for term in terms)
+
+
+def _escape(term: str) -> str:
+    return _LUCENE_SPECIAL.sub(r"\\\1", term)
+
+
+def record_from_node(node: Mapping[str, Any]) -> MemoryRecord:
+    """The port record of a ``(:Memory)`` node."""
+    return MemoryRecord(
+        id=node["id"],
+        content=node["content"],
+        created_at=to_native(node["created_at"]),
+        updated_at=to_native(node["updated_at"]),
+        category=node.get("category") or "general",
+        importance=int(node.get("importance") or 3),
+        tags=tuple(node.get("tags") or ()),
+        entities=tuple(node.get("entities") or ()),
+        source=node.get("source") or "user",
+        metadata=json.loads(node.get("metadata") or "{}"),
+        superseded_by=tuple(node.get("superseded_by") or ()),
+    )
+
+
+def sketch_from_node(node: Mapping[str, Any]) -> MemorySketch:
+    """What the link rules need of a stored memory (its tokens are computed here, not stored)."""
+    return MemorySketch(
+        id=node["id"],
+        content=node["content"],
+        source=node.get("source") or "user",
+        created_at=to_native(node["created_at"]),
+        tokens=frozenset(tokenize(node["content"])),
+        entities=frozenset(node.get("entity_keys") or ()),
+    )
+
+
+def memory_properties(
+    store: str,
+    memory_id: str,
+    memory: NewMemory,
+    entities: tuple[str, ...],
+    created_at: datetime,
+    now: datetime,
+) -> dict[str, Any]:
+    """Node properties of a new memory; ``dedup_key`` only when the write takes part in dedup."""
+    digest = content_hash(memory.content)
+    props: dict[str, Any] = {
+        "uid": uid(store, memory_id),
+        "store": store,
+        "id": memory_id,
+        "content": memory.content,
+        "content_hash": digest,
+        "category": memory.category,
+        "importance": memory.importance,
+        "tags": list(memory.tags),
+        "entities": list(entities),
+        "entity_keys": [name.casefold() for name in entities],
+        "source": memory.source,
+        "created_at": created_at,
+        "updated_at": now,
+        "metadata": json.dumps(dict(memory.metadata), sort_keys=True),
+        "forgotten": False,
+        "superseded_by": [],
+    }
+    if memory.dedup:
+        props["dedup_key"] = uid(store, digest)
+    return props
+
+
+def entity_params(store: str, entities: Iterable[str]) -> list[dict[str, str]]:
+    """``MERGE`` rows for the entity nodes a memory mentions (one per casefolded name)."""
+    rows: dict[str, dict[str, str]] = {}
+    for name in entities:
+        key = name.casefold()
+        rows.setdefault(key, {"uid": uid(store, key), "key": key, "name": name})
+    return list(rows.values())
+
+
+def edge_params(store: str, edge: Edge, at: datetime) -> dict[str, Any]:
+    """A row of ``CREATE_EDGES`` for ``edge`` (metadata as JSON, created_at defaulting to ``at``)."""
+    return {
+        "from": uid(store, edge.source),
+        "to": uid(store, edge.target),
+        "type": RELATIONSHIP_TYPES[edge.type],
+        "weight": float(edge.weight),
+        "metadata": json.dumps(dict(edge.metadata), sort_keys=True),
+        "created_at": ensure_utc(edge.created_at) if edge.created_at else at,
+    }
+
+
+def edge_from_row(row: Mapping[str, Any]) -> Edge:
+    """The port edge of a neighbours row (stored direction kept)."""
+    created = row.get("created_at")
+    return Edge(
+        source=row["source"],
+        target=row["target"],
+        type=EDGE_TYPES_BY_RELATIONSHIP[row["type"]],
+        weight=float(row["weight"] if row["weight"] is not None else 1.0),
+        metadata=json.loads(row.get("metadata") or "{}"),
+        created_at=to_native(created) if created is not None else None,
+    )
+
+
+def filter_params(store: str, filters: Filters, now: datetime | None) -> dict[str, Any]:
+    """Parameters of ``MEMORY_FILTER``: empty restrictions become ``null`` (no restriction)."""
+    window = filters.time_range
+    return {
+        "store": store,
+        "now": ensure_utc(now) if now is not None else datetime.now(UTC),
+        "categories": list(filters.categories) or None,
+        "sources": list(filters.sources) or None,
+        "start": ensure_utc(window.start) if window and window.start else None,
+        "end": ensure_utc(window.end) if window and window.end else None,
+        "filter_entity_uids": [uid(store, name.casefold()) for name in filters.entities] or None,
+    }

@@ -1,0 +1,193 @@
+"""The write path of the Neo4j backend: remember (dedup + automatic edges), link, forget.
+
+The edge rules are the shared pure functions of ``ports.autolinks``, so a Neo4j store builds the same
+graph as every other backend from the same writes. ``remember`` costs two round trips: one read that
+gathers every link candidate, one write that creates the node, its entities, its edges and its change.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections import Counter
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from memory_orchestrator.adapters.neo4j import cypher
+from memory_orchestrator.adapters.neo4j.rows import (
+    edge_params,
+    entity_params,
+    lucene_query,
+    memory_properties,
+    record_from_node,
+    sketch_from_node,
+    uid,
+)
+from memory_orchestrator.adapters.neo4j.runner import CypherRunner, UniquenessConflict, next_sequence
+from memory_orchestrator.ports import (
+    BackendRejected,
+    Edge,
+    EdgeType,
+    InvalidRequest,
+    NewMemory,
+    NotFound,
+    WriteAction,
+    WriteResult,
+    ensure_utc,
+)
+from memory_orchestrator.ports.autolinks import (
+    LinkLimits,
+    MemorySketch,
+    entities_for,
+    link_candidates,
+    plan_edges,
+)
+from memory_orchestrator.ports.text import content_hash, tokenize
+from memory_orchestrator.ports.validation import validate_edge, validate_new_memory
+
+#: Lexically similar memories fetched from the full-text index as semantic/candidate material.
+SIMILAR_CANDIDATES = 20
+#: Distinct terms of the new memory used to look for similar ones.
+SIMILARITY_TERMS = 64
+_CANDIDATE_LISTS = ("earlier", "later", "nearby", "sharing", "similar")
+
+
+class MemoryWriter:
+    """Writes one store's memories and edges through a :class:`CypherRunner`."""
+
+    def __init__(self, runner: CypherRunner, store: str, limits: LinkLimits) -> None:
+        self.runner = runner
+        self.store = store
+        self.limits = limits
+
+    async def remember(self, memory: NewMemory) -> WriteResult:
+        """Store ``memory`` unless an identical active one exists (with dedup); add its edges."""
+        validate_new_memory(memory)
+        now = datetime.now(UTC)
+        created_at = ensure_utc(memory.created_at) if memory.created_at else now
+        entities = entities_for(memory)
+        new = MemorySketch(
+            id=str(uuid.uuid4()),
+            content=memory.content,
+            source=memory.source,
+            created_at=created_at,
+            tokens=frozenset(tokenize(memory.content)),
+            entities=frozenset(name.casefold() for name in entities),
+        )
+        found = (await self.runner.read(cypher.LINK_CANDIDATES, **self._candidate_params(memory, new)))[0]
+        if memory.dedup and found["duplicate"]:
+            return _skipped(found["duplicate"][0])
+        pool = [sketch_from_node(node) for key in _CANDIDATE_LISTS for node in found[key]]
+        counts = {key: int(count) for key, count in found["counts"]}
+        edges = plan_edges(new, pool, at=now, entity_counts=counts, limits=self.limits)
+        try:
+            rows = await self.runner.write(
+                cypher.CREATE_MEMORY,
+                store=self.store,
+                props=memory_properties(self.store, new.id, memory, entities, created_at, now),
+                entities=entity_params(self.store, entities),
+                edges=[edge_params(self.store, edge, now) for edge in edges],
+                seq=next_sequence(),
+                written_at=now,
+            )
+        except UniquenessConflict:
+            return await self._concurrent_duplicate(memory)
+        return WriteResult(
+            id=new.id,
+            action=WriteAction.ADDED,
+            candidates=link_candidates(new, pool, limits=self.limits),
+            edges_created=dict(Counter(edge.type.value for edge in edges)),
+            record=record_from_node(rows[0]["m"]),
+        )
+
+    def _candidate_params(self, memory: NewMemory, new: MemorySketch) -> dict[str, Any]:
+        window = timedelta(hours=self.limits.proximity_hours)
+        return {
+            "store": self.store,
+            "dedup": memory.dedup,
+            "hash": content_hash(memory.content),
+            "source": memory.source,
+            "id": new.id,
+            "at": new.created_at,
+            "window_start": new.created_at - window,
+            "window_end": new.created_at + window,
+            "causal_window": max(self.limits.causal_window, 1),
+            "proximity_max": self.limits.proximity_max,
+            "entity_uids": [uid(self.store, key) for key in sorted(new.entities)],
+            "entity_per_name": self.limits.entity_per_name,
+            "lucene": lucene_query(memory.content, max_terms=SIMILARITY_TERMS),
+            "similar_max": SIMILAR_CANDIDATES,
+        }
+
+    async def _concurrent_duplicate(self, memory: NewMemory) -> WriteResult:
+        # The dedup_key constraint fired: an identical write committed between our read and our write.
+        rows = await self.runner.read(
+            cypher.EXISTING_DUPLICATE, store=self.store, hash=content_hash(memory.content)
+        )
+        if not rows:
+            raise BackendRejected("a concurrent identical write vanished; retry the write", backend="neo4j")
+        return _skipped(rows[0]["m"])
+
+    async def link(self, edge: Edge) -> Edge:
+        """Create or replace ``edge``; ``supersedes`` also marks the target as replaced."""
+        validate_edge(edge)
+        now = datetime.now(UTC)
+        stored = Edge(
+            edge.source,
+            edge.target,
+            EdgeType(edge.type),
+            float(edge.weight),
+            edge.metadata,
+            ensure_utc(edge.created_at) if edge.created_at else now,
+        )
+        params = edge_params(self.store, stored, now)
+        replace = {
+            "store": self.store,
+            "source_uid": params["from"],
+            "target_uid": params["to"],
+            "type": params["type"],
+            "weight": params["weight"],
+            "metadata": params["metadata"],
+            "created_at": params["created_at"],
+        }
+        supersede = {
+            "store": self.store,
+            "target_uid": params["to"],
+            "source_id": stored.source,
+            "seq": next_sequence(),
+            "written_at": now,
+        }
+
+        async def work(tx: Any) -> bool:
+            linked = await (await tx.run(cypher.REPLACE_EDGE, replace)).data()
+            if linked and stored.type is EdgeType.SUPERSEDES:
+                await (await tx.run(cypher.MARK_SUPERSEDED, supersede)).consume()
+            return bool(linked)
+
+        if not await self.runner.write_tx(work):
+            await self._raise_missing((stored.source, stored.target))
+        return stored
+
+    async def _raise_missing(self, ids: tuple[str, ...]) -> None:
+        rows = await self.runner.read(cypher.ACTIVE_IDS, uids=[uid(self.store, item) for item in ids])
+        active = {row["id"] for row in rows}
+        missing = [item for item in ids if item not in active]
+        raise NotFound(f"unknown or forgotten memory id(s): {', '.join(missing or ids)}")
+
+    async def forget(self, memory_id: str) -> None:
+        """Soft-delete ``memory_id``; its edges disappear from traversal with it."""
+        if not isinstance(memory_id, str) or not memory_id:
+            raise InvalidRequest("a memory id is required")
+        rows = await self.runner.write(
+            cypher.FORGET,
+            store=self.store,
+            uid=uid(self.store, memory_id),
+            seq=next_sequence(),
+            written_at=datetime.now(UTC),
+        )
+        if not rows:
+            raise NotFound(f"unknown or forgotten memory id: {memory_id}")
+
+
+def _skipped(node: dict[str, Any]) -> WriteResult:
+    existing = record_from_node(node)
+    return WriteResult(id=existing.id, action=WriteAction.SKIPPED, duplicate_of=existing.id, record=existing)
