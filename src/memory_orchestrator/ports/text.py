@@ -162,7 +162,7 @@ _MENTION = re.compile(r"(?<![\w@])@[A-Za-z0-9_][\w\-]*(?:\.[\w\-]+)*")
 _QUOTED = re.compile(r"\"([^\"\n]{2,80})\"|“([^”\n]{2,80})”")
 _CAMEL = re.compile(r"\b(?:[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[a-z]+[A-Z][A-Za-z0-9]*)\b")
 _ALL_CAPS = re.compile(r"\b[A-Z][A-Z0-9]{1,5}\b")
-_MULTI_WORD = re.compile(r"\b[A-Z][a-z]+(?:[ \t]+(?:of|the|de|van|von|da|del)?[ \t]*[A-Z][a-z]+)+\b")
+_MULTI_WORD = re.compile(r"\b[A-Z][a-z]+(?:[ \t]+(?:of|de|van|von|da|del)?[ \t]*[A-Z][a-z]+)+\b")
 _TRAILING_PUNCTUATION = ".,;:!?"
 
 
