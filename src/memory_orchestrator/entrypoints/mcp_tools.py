@@ -7,6 +7,7 @@ and returns the output model; it raises the port errors, which the server turns 
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -21,10 +22,10 @@ from pydantic import BaseModel
 from memory_orchestrator.domain import provenance, sessions
 from memory_orchestrator.domain.results import edge_to_dict
 from memory_orchestrator.entrypoints import schemas as s
+from memory_orchestrator.entrypoints import tool_outputs as o
 from memory_orchestrator.entrypoints.auth import ALL_STORES, Caller
 from memory_orchestrator.ports import (
     AccessDenied,
-    BackendError,
     Clock,
     HealthCheck,
     MemoryBackend,
@@ -34,6 +35,7 @@ from memory_orchestrator.ports import (
 )
 
 _MAX_TRACE_ORIGINS = 10_000
+LOG = logging.getLogger("memory_orchestrator.mcp")
 
 
 class StoreHandle(Protocol):
@@ -149,24 +151,24 @@ class ToolSpec:
     anonymous: bool = False
 
 
-async def search(inp: s.SearchInput, call: ToolCall) -> s.SearchOutput:
+async def search(inp: s.SearchInput, call: ToolCall) -> o.SearchOutput:
     """memory_search."""
     call.log["query"] = inp.query
     result = await (await call.handle()).orchestrator.search(inp.to_domain())
     call.traced(result.trace_id, len(result.items))
-    return s.SearchOutput.model_validate({**result.to_dict(), "store": call.store})
+    return o.SearchOutput.model_validate({**result.to_dict(), "store": call.store})
 
 
-async def context(inp: s.ContextInput, call: ToolCall) -> s.ContextOutput:
+async def context(inp: s.ContextInput, call: ToolCall) -> o.ContextOutput:
     """memory_context."""
     call.log["query"] = inp.query or inp.scope
     result = await (await call.handle()).orchestrator.context(inp.to_domain())
     call.traced(result.trace_id, len(result.items))
     call.log["cut"] = len(result.cut)
-    return s.ContextOutput.model_validate({**result.to_dict(), "store": call.store})
+    return o.ContextOutput.model_validate({**result.to_dict(), "store": call.store})
 
 
-async def expand(inp: s.ExpandInput, call: ToolCall) -> s.ExpandOutput:
+async def expand(inp: s.ExpandInput, call: ToolCall) -> o.ExpandOutput:
     """memory_expand: seeds that are no known memory id are taken as entity names."""
     handle = await call.handle()
     seeds = list(dict.fromkeys(inp.seeds))
@@ -176,19 +178,19 @@ async def expand(inp: s.ExpandInput, call: ToolCall) -> s.ExpandOutput:
     result = await handle.orchestrator.expand(inp.to_domain(ids, entities))
     call.traced(result.trace_id, len(result.items))
     data = {**result.to_dict(), "store": call.store, "seed_entities": list(entities)}
-    return s.ExpandOutput.model_validate(data)
+    return o.ExpandOutput.model_validate(data)
 
 
-async def write(inp: s.WriteInput, call: ToolCall) -> s.WriteOutput:
+async def write(inp: s.WriteInput, call: ToolCall) -> o.WriteOutput:
     """memory_write."""
     call.log["content"] = inp.content
     outcome = await (await call.handle()).orchestrator.write(inp.to_domain())
     call.traced(outcome.trace_id, 1)
     call.log["action"] = outcome.action.value
-    return s.WriteOutput.model_validate({**outcome.to_dict(), "store": call.store})
+    return o.WriteOutput.model_validate({**outcome.to_dict(), "store": call.store})
 
 
-async def explain(inp: s.ExplainInput, call: ToolCall) -> s.ExplainOutput:
+async def explain(inp: s.ExplainInput, call: ToolCall) -> o.ExplainOutput:
     """memory_explain: a stored trace by id, or a fresh query's trace."""
     handle = await call.handle()
     if inp.trace_id is not None:
@@ -199,15 +201,15 @@ async def explain(inp: s.ExplainInput, call: ToolCall) -> s.ExplainOutput:
             raise AccessDenied(f"not authorised: the trace belongs to store {origin!r}")
         document = await handle.orchestrator.trace(inp.trace_id)
         call.log["trace_id"] = inp.trace_id
-        return s.ExplainOutput(trace_id=inp.trace_id, trace=dict(document))
+        return o.ExplainOutput(trace_id=inp.trace_id, trace=dict(document))
     call.log["query"] = inp.query
     document = dict(await handle.orchestrator.explain(inp.to_domain()))
     trace_id = str(document.get("trace_id", ""))
     call.traced(trace_id, 1)
-    return s.ExplainOutput(trace_id=trace_id, trace=document)
+    return o.ExplainOutput(trace_id=trace_id, trace=document)
 
 
-async def health(inp: s.HealthInput, call: ToolCall) -> s.HealthOutput:
+async def health(inp: s.HealthInput, call: ToolCall) -> o.HealthOutput:
     """memory_health: never raises for a broken store; it reports it."""
     if call.caller.anonymous and (inp.probe or call.store != call.state.options.default_store):
         raise AccessDenied(
@@ -217,12 +219,13 @@ async def health(inp: s.HealthInput, call: ToolCall) -> s.HealthOutput:
     try:
         handle = await call.handle()
         report = await handle.backend.health(probe=inp.probe)
-    except BackendError:
+    except Exception:  # health reports a store that cannot even be opened; the cause goes to the log
+        LOG.warning("health check of store %s failed", call.store, exc_info=True)
         elapsed = _ms(started)
-        check = s.CheckOutput(
+        check = o.CheckOutput(
             name="backend_reachable", status="error", detail="cannot reach the store", duration_ms=elapsed
         )
-        return s.HealthOutput(store=call.store, status="error", backend="unknown", checks=[check])
+        return o.HealthOutput(store=call.store, status="error", backend="unknown", checks=[check])
     reachable = HealthCheck("backend_reachable", "ok", "answered", _ms(started))
     capabilities = handle.backend.capabilities
     vector = HealthCheck(
@@ -234,7 +237,7 @@ async def health(inp: s.HealthInput, call: ToolCall) -> s.HealthOutput:
     )
     checks = [_check(check) for check in (reachable, *report.checks, vector)]
     call.log["status_reported"] = report.status
-    return s.HealthOutput(
+    return o.HealthOutput(
         store=call.store,
         status=_status(report.status),
         backend=report.backend,
@@ -252,8 +255,8 @@ def _status(status: str) -> Any:
     return status if status in {"ok", "degraded", "error"} else "degraded"
 
 
-def _check(check: HealthCheck) -> s.CheckOutput:
-    return s.CheckOutput(
+def _check(check: HealthCheck) -> o.CheckOutput:
+    return o.CheckOutput(
         name=check.name,
         status=_status(check.status),
         detail=check.detail,
@@ -261,7 +264,7 @@ def _check(check: HealthCheck) -> s.CheckOutput:
     )
 
 
-async def get(inp: s.GetInput, call: ToolCall) -> s.GetOutput:
+async def get(inp: s.GetInput, call: ToolCall) -> o.GetOutput:
     """memory_get."""
     ids = list(dict.fromkeys(inp.ids))
     records = await (await call.handle()).backend.get(ids)
@@ -269,8 +272,8 @@ async def get(inp: s.GetInput, call: ToolCall) -> s.GetOutput:
         raise NotFound("none of these ids is a stored memory (unknown or forgotten)")
     found = {record.id for record in records}
     call.log["results"] = len(records)
-    memories = [s.MemoryOutput.model_validate(record_to_dict(record)) for record in records]
-    return s.GetOutput(store=call.store, memories=memories, missing=[i for i in ids if i not in found])
+    memories = [o.MemoryOutput.model_validate(record_to_dict(record)) for record in records]
+    return o.GetOutput(store=call.store, memories=memories, missing=[i for i in ids if i not in found])
 
 
 def record_to_dict(record: MemoryRecord) -> dict[str, Any]:
@@ -290,19 +293,19 @@ def record_to_dict(record: MemoryRecord) -> dict[str, Any]:
     }
 
 
-async def link(inp: s.LinkInput, call: ToolCall) -> s.LinkOutput:
+async def link(inp: s.LinkInput, call: ToolCall) -> o.LinkOutput:
     """memory_link."""
     edge = await (await call.handle()).backend.link(inp.to_port())
-    return s.LinkOutput(store=call.store, edge=s.EdgeOutput.model_validate(edge_to_dict(edge)))
+    return o.LinkOutput(store=call.store, edge=o.EdgeOutput.model_validate(edge_to_dict(edge)))
 
 
-async def forget(inp: s.ForgetInput, call: ToolCall) -> s.ForgetOutput:
+async def forget(inp: s.ForgetInput, call: ToolCall) -> o.ForgetOutput:
     """memory_forget (soft delete)."""
     await (await call.handle()).backend.forget(inp.id)
-    return s.ForgetOutput(store=call.store, id=inp.id, forgotten=True)
+    return o.ForgetOutput(store=call.store, id=inp.id, forgotten=True)
 
 
-async def changes(inp: s.ChangesInput, call: ToolCall) -> s.ChangesOutput:
+async def changes(inp: s.ChangesInput, call: ToolCall) -> o.ChangesOutput:
     """memory_changes."""
     backend = (await call.handle()).backend
     now = call.now()
@@ -310,19 +313,19 @@ async def changes(inp: s.ChangesInput, call: ToolCall) -> s.ChangesOutput:
     since = sessions.parse_since(inp.since, now, last_session=last)
     report = await sessions.collect_changes(backend, since, now, entity=inp.entity, limit=inp.limit)
     call.log["results"] = len(report.events)
-    return s.ChangesOutput.model_validate({**report.to_dict(), "store": call.store})
+    return o.ChangesOutput.model_validate({**report.to_dict(), "store": call.store})
 
 
-async def why(inp: s.WhyInput, call: ToolCall) -> s.WhyOutput:
+async def why(inp: s.WhyInput, call: ToolCall) -> o.WhyOutput:
     """memory_why."""
     call.log["query"] = inp.question
     handle = await call.handle()
     report = await provenance.explain_why(handle.orchestrator, handle.backend, inp.question, depth=inp.depth)
     call.traced(report.trace_id, len(report.chain))
-    return s.WhyOutput.model_validate({**report.to_dict(), "store": call.store})
+    return o.WhyOutput.model_validate({**report.to_dict(), "store": call.store})
 
 
-async def session_summary(inp: s.SessionSummaryInput, call: ToolCall) -> s.SessionSummaryOutput:
+async def session_summary(inp: s.SessionSummaryInput, call: ToolCall) -> o.SessionSummaryOutput:
     """memory_session_summary."""
     handle = await call.handle()
     session_id = inp.session_id or call.now().strftime("%Y-%m-%dT%H%M%SZ")
@@ -335,7 +338,7 @@ async def session_summary(inp: s.SessionSummaryInput, call: ToolCall) -> s.Sessi
     )
     report = await sessions.summarise_session(handle.orchestrator, handle.backend, summary)
     call.log["results"] = len(report.written)
-    return s.SessionSummaryOutput.model_validate({**report.to_dict(), "store": call.store})
+    return o.SessionSummaryOutput.model_validate({**report.to_dict(), "store": call.store})
 
 
 def tool_specs(*, include_session_tools: bool = True) -> list[ToolSpec]:
@@ -348,19 +351,19 @@ def tool_specs(*, include_session_tools: bool = True) -> list[ToolSpec]:
         return ToolSpec(name, title, DESCRIPTIONS[name], inp, out, body, **kw)
 
     specs = [
-        spec("memory_context", "Context for a task", s.ContextInput, s.ContextOutput, context),
-        spec("memory_search", "Search memories", s.SearchInput, s.SearchOutput, search),
-        spec("memory_expand", "Follow memory links", s.ExpandInput, s.ExpandOutput, expand),
-        spec("memory_write", "Remember", s.WriteInput, s.WriteOutput, write, read_only=False),
-        spec("memory_explain", "Explain a result", s.ExplainInput, s.ExplainOutput, explain),
-        spec("memory_health", "Health", s.HealthInput, s.HealthOutput, health, anonymous=True),
-        spec("memory_get", "Get memories", s.GetInput, s.GetOutput, get),
-        spec("memory_link", "Link memories", s.LinkInput, s.LinkOutput, link, read_only=False),
+        spec("memory_context", "Context for a task", s.ContextInput, o.ContextOutput, context),
+        spec("memory_search", "Search memories", s.SearchInput, o.SearchOutput, search),
+        spec("memory_expand", "Follow memory links", s.ExpandInput, o.ExpandOutput, expand),
+        spec("memory_write", "Remember", s.WriteInput, o.WriteOutput, write, read_only=False),
+        spec("memory_explain", "Explain a result", s.ExplainInput, o.ExplainOutput, explain),
+        spec("memory_health", "Health", s.HealthInput, o.HealthOutput, health, anonymous=True),
+        spec("memory_get", "Get memories", s.GetInput, o.GetOutput, get),
+        spec("memory_link", "Link memories", s.LinkInput, o.LinkOutput, link, read_only=False),
         spec(
             "memory_forget",
             "Forget a memory",
             s.ForgetInput,
-            s.ForgetOutput,
+            o.ForgetOutput,
             forget,
             read_only=False,
             destructive=True,
@@ -368,13 +371,13 @@ def tool_specs(*, include_session_tools: bool = True) -> list[ToolSpec]:
     ]
     if include_session_tools:
         specs += [
-            spec("memory_changes", "What changed", s.ChangesInput, s.ChangesOutput, changes),
-            spec("memory_why", "Why", s.WhyInput, s.WhyOutput, why),
+            spec("memory_changes", "What changed", s.ChangesInput, o.ChangesOutput, changes),
+            spec("memory_why", "Why", s.WhyInput, o.WhyOutput, why),
             spec(
                 "memory_session_summary",
                 "Save a session",
                 s.SessionSummaryInput,
-                s.SessionSummaryOutput,
+                o.SessionSummaryOutput,
                 session_summary,
                 read_only=False,
             ),
