@@ -1,0 +1,120 @@
+"""``SqliteTraceStore``: explain traces as JSON documents in a SQLite file, oldest pruned."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+
+from memory_orchestrator.adapters.sqlite.rows import stamp
+from memory_orchestrator.ports import BackendUnavailable, InvalidRequest, parse_timestamp
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS traces (
+    trace_id TEXT PRIMARY KEY,
+    created_at TEXT NOT NULL,
+    document TEXT NOT NULL
+)
+"""
+
+
+class SqliteTraceStore:
+    """A ``TraceStore`` keeping at most ``retention`` traces (0 keeps none, the newest win)."""
+
+    def __init__(self, path: Path | str, *, retention: int = 1000, busy_timeout_ms: int = 5000) -> None:
+        if retention < 0:
+            raise InvalidRequest("trace retention must be 0 or more")
+        self.path = Path(path)
+        self.retention = retention
+        self.busy_timeout_ms = busy_timeout_ms
+        self._db: aiosqlite.Connection | None = None
+        self._lock = asyncio.Lock()
+
+    async def open(self) -> None:
+        """Create the file and table if needed. Idempotent."""
+        if self._db is not None:
+            return
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            db = await aiosqlite.connect(self.path, isolation_level=None)
+            await db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms):d}")
+            await db.execute("PRAGMA journal_mode = WAL")
+            await db.execute(SCHEMA)
+            await db.execute("CREATE INDEX IF NOT EXISTS traces_created ON traces(created_at)")
+        except (sqlite3.Error, OSError) as exc:
+            raise BackendUnavailable(f"trace store: {exc}", backend="sqlite-traces") from exc
+        self._db = db
+
+    async def aclose(self) -> None:
+        """Close the connection. Idempotent."""
+        db, self._db = self._db, None
+        if db is not None:
+            await db.close()
+
+    async def __aenter__(self) -> SqliteTraceStore:
+        """Open and return the store."""
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        """Close the store."""
+        await self.aclose()
+
+    def _conn(self) -> aiosqlite.Connection:
+        if self._db is None:
+            raise BackendUnavailable("the trace store is not open", backend="sqlite-traces")
+        return self._db
+
+    async def save(self, trace_id: str, created_at: datetime, document: Mapping[str, Any]) -> None:
+        """Store (or replace) one document, then prune beyond ``retention``."""
+        text = json.dumps(document, ensure_ascii=False, default=str)
+        db = self._conn()
+        async with self._lock:
+            try:
+                await db.execute("BEGIN IMMEDIATE")
+                await db.execute(
+                    "INSERT OR REPLACE INTO traces (trace_id, created_at, document) VALUES (?, ?, ?)",
+                    (trace_id, stamp(created_at), text),
+                )
+                # Keep the newest `retention` rows; the index makes the offset lookup cheap.
+                await db.execute(
+                    "DELETE FROM traces WHERE rowid IN (SELECT rowid FROM traces "
+                    "ORDER BY created_at DESC, trace_id DESC LIMIT -1 OFFSET ?)",
+                    (self.retention,),
+                )
+                await db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                await db.execute("ROLLBACK")
+                raise BackendUnavailable(f"trace store: {exc}", backend="sqlite-traces") from exc
+
+    async def load(self, trace_id: str) -> Mapping[str, Any] | None:
+        """The stored document, or ``None``."""
+        try:
+            async with self._conn().execute(
+                "SELECT document FROM traces WHERE trace_id = ?", (trace_id,)
+            ) as cursor:
+                row = await cursor.fetchone()
+        except sqlite3.Error as exc:
+            raise BackendUnavailable(f"trace store: {exc}", backend="sqlite-traces") from exc
+        if row is None:
+            return None
+        document: Mapping[str, Any] = json.loads(row[0])
+        return document
+
+    async def recent(self, *, limit: int = 20) -> list[tuple[str, datetime]]:
+        """Ids and times of the newest traces, newest first."""
+        try:
+            async with self._conn().execute(
+                "SELECT trace_id, created_at FROM traces ORDER BY created_at DESC, trace_id DESC LIMIT ?",
+                (limit,),
+            ) as cursor:
+                rows = await cursor.fetchall()
+        except sqlite3.Error as exc:
+            raise BackendUnavailable(f"trace store: {exc}", backend="sqlite-traces") from exc
+        return [(str(row[0]), parse_timestamp(row[1])) for row in rows]

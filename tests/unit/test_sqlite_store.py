@@ -1,0 +1,127 @@
+"""SQLite specifics: file per store, migrations, error translation, safe FTS queries, trace store."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from memory_orchestrator.adapters.sqlite import SqliteBackend, create_backend, store_path
+from memory_orchestrator.adapters.sqlite.rows import fts_query, stamp
+from memory_orchestrator.adapters.sqlite.schema import SCHEMA_VERSION
+from memory_orchestrator.adapters.sqlite.trace_store import SqliteTraceStore
+from memory_orchestrator.ports import (
+    BackendRejected,
+    BackendUnavailable,
+    FixedClock,
+    InvalidRequest,
+    NewMemory,
+    TraceStore,
+)
+
+T0 = datetime(2026, 1, 5, 8, 30, tzinfo=UTC)
+
+
+def test_store_path_gives_one_file_per_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert store_path(None, "work") == tmp_path / "xdg" / "memory-orchestrator" / "work.db"
+    assert store_path(tmp_path, "work") == tmp_path / "work.db"
+    assert store_path(tmp_path / "memories.db", "default") == tmp_path / "memories.db"
+    assert store_path(tmp_path / "memories.db", "eval1") == tmp_path / "memories.eval1.db"
+    with pytest.raises(InvalidRequest):
+        store_path(tmp_path, "../escape")
+
+
+def test_stamps_sort_like_time() -> None:
+    early, late = stamp(T0), stamp(T0 + timedelta(microseconds=1))
+    assert early == "2026-01-05T08:30:00.000000Z"
+    assert early < late
+    assert stamp(datetime(2026, 1, 5, 10, 30, tzinfo=UTC)) > stamp(T0 + timedelta(hours=1, minutes=59))
+
+
+def test_fts_query_quotes_every_term() -> None:
+    assert fts_query(["redis", "cache", "redis"]) == '"redis" OR "cache"'
+    assert fts_query(['a"b']) == '"a""b"'
+    assert fts_query([]) is None
+
+
+@pytest.mark.anyio
+async def test_open_creates_wal_database_at_current_schema(tmp_path: Path) -> None:
+    backend = create_backend({"path": str(tmp_path / "m.db")})
+    async with backend:
+        await backend.remember(NewMemory("hello sqlite"))
+    with sqlite3.connect(tmp_path / "m.db") as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert db.execute("SELECT count(*) FROM memories").fetchone()[0] == 1
+
+
+@pytest.mark.anyio
+async def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
+    with sqlite3.connect(tmp_path / "m.db") as db:
+        db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    with pytest.raises(BackendRejected, match="newer"):
+        await create_backend({"path": str(tmp_path / "m.db")}).open()
+
+
+@pytest.mark.anyio
+async def test_a_corrupt_file_is_reported_unavailable(tmp_path: Path) -> None:
+    (tmp_path / "m.db").write_bytes(b"this is not a database" * 100)
+    with pytest.raises(BackendUnavailable):
+        await create_backend({"path": str(tmp_path / "m.db")}).open()
+
+
+@pytest.mark.anyio
+async def test_calls_before_open_are_unavailable(tmp_path: Path) -> None:
+    backend = create_backend({"path": str(tmp_path / "m.db")})
+    with pytest.raises(BackendUnavailable, match="not open"):
+        await backend.recent()
+    health = await backend.health()
+    assert health.status == "error"
+
+
+@pytest.mark.anyio
+async def test_forget_removes_index_entries_and_entity_counts(tmp_path: Path) -> None:
+    backend = SqliteBackend(tmp_path / "m.db", clock=FixedClock(T0))
+    async with backend:
+        kept = await backend.remember(NewMemory("Kafka topic a", entities=("Kafka",)))
+        gone = await backend.remember(NewMemory("Kafka topic b", entities=("Kafka", "Zookeeper")))
+        await backend.forget(gone.id)
+        assert await backend.known_entities() == ["Kafka"]
+        assert [hit.record.id for hit in await backend.search("topic")] == [kept.id]
+    with sqlite3.connect(tmp_path / "m.db") as db:
+        assert db.execute("SELECT count(*) FROM memories_fts").fetchone()[0] == 1
+        assert db.execute("SELECT uses FROM entity_stats WHERE entity_norm = 'kafka'").fetchone()[0] == 1
+
+
+@pytest.mark.anyio
+async def test_change_times_come_from_the_clock(tmp_path: Path) -> None:
+    clock = FixedClock(T0)
+    async with SqliteBackend(tmp_path / "m.db", clock=clock) as backend:
+        written = await backend.remember(NewMemory("clocked", created_at=T0 - timedelta(days=9)))
+        clock.set(T0 + timedelta(hours=1))
+        await backend.forget(written.id)
+        changes = await backend.changes(T0)
+    assert [(change.kind.value, change.at) for change in changes] == [
+        ("added", T0),
+        ("forgotten", T0 + timedelta(hours=1)),
+    ]
+
+
+@pytest.mark.anyio
+async def test_trace_store_saves_loads_and_prunes(tmp_path: Path) -> None:
+    store = SqliteTraceStore(tmp_path / "traces.db", retention=2)
+    assert isinstance(store, TraceStore)
+    async with store:
+        for index in range(3):
+            await store.save(f"t{index}", T0 + timedelta(minutes=index), {"n": index, "stages": ["plan"]})
+        assert await store.load("t0") is None
+        assert await store.load("t2") == {"n": 2, "stages": ["plan"]}
+        assert await store.recent() == [("t2", T0 + timedelta(minutes=2)), ("t1", T0 + timedelta(minutes=1))]
+        await store.save("t1", T0 + timedelta(minutes=5), {"n": "replaced"})
+        assert await store.load("t1") == {"n": "replaced"}
+    await store.aclose()
+    async with SqliteTraceStore(tmp_path / "traces.db", retention=2) as reopened:
+        assert await reopened.load("t1") == {"n": "replaced"}
