@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -35,13 +36,17 @@ from memory_orchestrator.ports import (
     NewMemory,
     RecallQuery,
     WriteResult,
+    ensure_utc,
 )
 from memory_orchestrator.ports.autolinks import DEFAULT_LIMITS, LinkLimits
-from memory_orchestrator.ports.text import extract_entities, tokenize
+from memory_orchestrator.ports.text import extract_entities
 from memory_orchestrator.ports.validation import validate_hops, validate_limit
 
-#: Reciprocal-rank-fusion constant of ``recall`` (the usual 60).
+#: Reciprocal-rank-fusion constant and channel weights of ``recall`` (same as the other backends).
 RRF_K = 60
+RECALL_WEIGHTS: Mapping[str, float] = {"keyword": 1.0, "entity": 1.0, "recency": 0.5}
+#: How long the known entity names used by ``recall`` are reused before being read again.
+KNOWN_ENTITIES_TTL_S = 5.0
 
 
 class Neo4jBackend(AsyncLifecycle):
@@ -62,6 +67,7 @@ class Neo4jBackend(AsyncLifecycle):
         self.store = options.store
         self._runner = CypherRunner(options, retry or RetryPolicy(attempts=options.retry_attempts))
         self._writer = MemoryWriter(self._runner, self.store, link_limits)
+        self._known: tuple[float, list[str]] | None = None
 
     @property
     def capabilities(self) -> Capabilities:
@@ -78,6 +84,7 @@ class Neo4jBackend(AsyncLifecycle):
 
     async def remember(self, memory: NewMemory) -> WriteResult:
         """Store a memory with exact dedup and the shared automatic edges."""
+        self._known = None
         return await self._writer.remember(memory)
 
     async def link(self, edge: Edge) -> Edge:
@@ -86,22 +93,34 @@ class Neo4jBackend(AsyncLifecycle):
 
     async def forget(self, memory_id: str) -> None:
         """Soft-delete a memory (``NotFound`` when unknown or already forgotten)."""
+        self._known = None
         await self._writer.forget(memory_id)
 
     async def recall(self, query: RecallQuery) -> list[Hit]:
-        """Full-text keyword, recency and entity-anchor channels fused by reciprocal rank (k=60)."""
+        """Full-text keyword, entity-anchor and recency channels fused by weighted reciprocal rank."""
         validate_limit(query.limit)
-        depth = min(max(query.limit * 3, 30), 300)
-        anchors = {name.casefold() for name in extract_entities(query.text)} | set(tokenize(query.text))
+        now = ensure_utc(query.now) if query.now is not None else datetime.now(UTC)
+        names = extract_entities(query.text, await self._known_names())
         rows = await self._runner.read(
             cypher.RECALL,
-            **filter_params(self.store, query.filters, query.now),
+            **filter_params(self.store, query.filters, now),
             lucene=lucene_query(query.text),
-            depth=depth,
-            anchor_uids=sorted(uid(self.store, name) for name in anchors),
+            depth=query.limit * 5,
+            recency_depth=query.limit,
+            anchor_uids=sorted({uid(self.store, name.casefold()) for name in names}),
         )
-        channels = {name: rows[0][name] for name in ("keyword", "recency", "entity")}
-        return fuse_ranked(channels, limit=query.limit)
+        channels = {name: rows[0][name] for name in ("keyword", "entity", "recency")}
+        return fuse_ranked(channels, now=now)[: query.limit]
+
+    async def _known_names(self) -> list[str]:
+        # The planner-style whole-word match against known names needs them on every recall; a short
+        # cache keeps that to one query per few seconds, and writes through this backend drop it.
+        cached = self._known
+        if cached is not None and time.monotonic() - cached[0] < KNOWN_ENTITIES_TTL_S:
+            return cached[1]
+        names = await self.known_entities(limit=1000)
+        self._known = (time.monotonic(), names)
+        return names
 
     async def search(
         self, text: str, *, limit: int = 10, filters: Filters = Filters(), now: datetime | None = None
@@ -136,35 +155,38 @@ class Neo4jBackend(AsyncLifecycle):
         """Breadth-first over both directions: one statement per hop for the whole frontier."""
         validate_hops(hops)
         validate_limit(limit)
-        kinds = list(EdgeType) if edge_types is None else [EdgeType(kind) for kind in edge_types]
-        types = [cypher.RELATIONSHIP_TYPES[kind] for kind in kinds]
+        kinds = set(EdgeType) if edge_types is None else {EdgeType(kind) for kind in edge_types}
+        types = sorted(cypher.RELATIONSHIP_TYPES[kind] for kind in kinds)
+        visited = set(ids)
         frontier = [uid(self.store, item) for item in dict.fromkeys(ids)]
-        visited = set(frontier)
         found: list[Neighbor] = []
         for hop in range(1, hops + 1):
-            if not frontier or not types or len(found) >= limit:
+            if not frontier or not types:
                 break
             rows = await self._runner.read(
                 cypher.NEIGHBORS_HOP,
-                **filter_params(self.store, filters, None),
+                **filter_params(self.store, filters, None, as_of=False),
                 frontier=frontier,
                 types=types,
                 visited=sorted(visited),
-                limit=limit - len(found),
+                limit=limit,
             )
-            frontier = []
-            for row in rows:
-                record = record_from_node(row["m"])
-                found.append(Neighbor(record, edge_from_row(row), row["from_id"], hop))
-                frontier.append(uid(self.store, record.id))
-            visited.update(frontier)
-        return found
+            reached = [
+                Neighbor(record_from_node(row["m"]), edge_from_row(row), row["from_id"], hop) for row in rows
+            ]
+            found.extend(reached)
+            next_ids = list(dict.fromkeys(item.record.id for item in reached))
+            visited.update(next_ids)
+            frontier = [uid(self.store, item) for item in next_ids]
+        found.sort(key=lambda item: (-item.edge.weight, item.hops, item.record.id, item.edge.type.value))
+        return found[:limit]
 
     async def get(self, ids: Sequence[str]) -> list[MemoryRecord]:
         """Active memories by id, in the order asked."""
         if not ids:
             return []
-        rows = await self._runner.read(cypher.GET, uids=[uid(self.store, item) for item in ids])
+        unique = list(dict.fromkeys(ids))
+        rows = await self._runner.read(cypher.GET, uids=[uid(self.store, item) for item in unique])
         return [record_from_node(row["m"]) for row in rows]
 
     async def recent(
@@ -203,29 +225,38 @@ class Neo4jBackend(AsyncLifecycle):
 
 
 def _utc(moment: datetime) -> datetime:
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return ensure_utc(moment)
 
 
-def fuse_ranked(channels: Mapping[str, list[dict[str, Any]]], *, limit: int) -> list[Hit]:
-    """Reciprocal-rank fusion of ranked channel rows (``memory``, ``score``), best first.
+def fuse_ranked(channels: Mapping[str, list[dict[str, Any]]], *, now: datetime) -> list[Hit]:
+    """Weighted reciprocal-rank fusion of ranked channel rows (``memory``, ``score``), best first.
 
-    Each memory's score is the sum of ``1 / (RRF_K + rank)`` over the channels that found it; its
-    ``signals`` hold each channel's share. Ties go to the newer memory, then the smaller id.
+    The same formula as the other backends: ``weight / (RRF_K + rank)`` summed over the channels that
+    found a memory; ``signals`` hold each channel's share plus the raw ``bm25`` and ``age_days``.
     """
-    scores: dict[str, float] = {}
-    signals: dict[str, dict[str, float]] = {}
+    totals: dict[str, float] = {}
     records: dict[str, MemoryRecord] = {}
+    signals: dict[str, dict[str, float]] = {}
+    bm25: dict[str, float] = {}
     for channel, rows in channels.items():
         for rank, row in enumerate(rows, start=1):
-            record = records.get(row["memory"]["id"]) or record_from_node(row["memory"])
-            records[record.id] = record
-            share = 1.0 / (RRF_K + rank)
-            scores[record.id] = scores.get(record.id, 0.0) + share
-            signals.setdefault(record.id, {})[channel] = share
-    ranked = sorted(
-        records.values(), key=lambda record: (-scores[record.id], -record.created_at.timestamp(), record.id)
-    )
-    return [Hit(record, scores[record.id], "recall", signals[record.id]) for record in ranked[:limit]]
+            memory_id = row["memory"]["id"]
+            if memory_id not in records:
+                records[memory_id] = record_from_node(row["memory"])
+            if channel == "keyword":
+                bm25[memory_id] = float(row["score"])
+            share = RECALL_WEIGHTS[channel] / (RRF_K + rank)
+            totals[memory_id] = totals.get(memory_id, 0.0) + share
+            signals.setdefault(memory_id, {})[channel] = round(share, 6)
+    hits: list[Hit] = []
+    for memory_id, total in totals.items():
+        record = records[memory_id]
+        parts = signals[memory_id]
+        parts["bm25"] = round(bm25.get(memory_id, 0.0), 6)
+        parts["age_days"] = round(max(0.0, (now - record.created_at).total_seconds() / 86400), 3)
+        hits.append(Hit(record, round(total, 8), via="recall", signals=parts))
+    hits.sort(key=lambda hit: (-hit.score, hit.record.id))
+    return hits
 
 
 def create_backend(options: Mapping[str, Any]) -> Neo4jBackend:

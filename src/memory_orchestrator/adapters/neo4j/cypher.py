@@ -14,9 +14,15 @@ from memory_orchestrator.ports import EdgeType
 RELATIONSHIP_TYPES: dict[EdgeType, str] = {kind: kind.value.upper() for kind in EdgeType}
 EDGE_TYPES_BY_RELATIONSHIP: dict[str, EdgeType] = {rel: kind for kind, rel in RELATIONSHIP_TYPES.items()}
 
+#: A memory node with ``superseded_by`` = the active memories superseding it (sorted), as the port wants.
+MEMORY = (
+    "m {.*, superseded_by: COLLECT { MATCH (s:Memory)-[:SUPERSEDES]->(m) WHERE s.forgotten = false "
+    "RETURN s.id ORDER BY s.id }}"
+)
+
 #: Active memory of the store passing every ``Filters`` restriction and visible "as of" ``$now``.
 MEMORY_FILTER = """
-m.store = $store AND m.forgotten = false AND m.created_at <= $now
+m.store = $store AND m.forgotten = false AND ($now IS NULL OR m.created_at <= $now)
 AND ($categories IS NULL OR m.category IN $categories)
 AND ($sources IS NULL OR m.source IN $sources)
 AND ($start IS NULL OR m.created_at >= $start)
@@ -30,8 +36,8 @@ CALL () {{
   UNWIND CASE WHEN $lucene = '' THEN [] ELSE [$lucene] END AS lucene
   CALL db.index.fulltext.queryNodes('{FULLTEXT_INDEX}', lucene) YIELD node AS m, score
   WHERE {MEMORY_FILTER}
-  WITH m, score LIMIT $depth
-  RETURN collect({{memory: m, score: score}}) AS keyword
+  WITH m, score ORDER BY score DESC, m.id LIMIT $depth
+  RETURN collect({{memory: {MEMORY}, score: score}}) AS keyword
 }}
 """
 
@@ -42,14 +48,13 @@ RECALL = (
     + f"""
 CALL () {{
   MATCH (m:Memory) WHERE {MEMORY_FILTER}
-  WITH m ORDER BY m.created_at DESC, m.id DESC LIMIT $depth
-  RETURN collect({{memory: m, score: 1.0}}) AS recency
+  WITH m ORDER BY m.created_at DESC, m.id DESC LIMIT $recency_depth
+  RETURN collect({{memory: {MEMORY}, score: 1.0}}) AS recency
 }}
 CALL () {{
-  UNWIND $anchor_uids AS anchor
-  MATCH (:Entity {{uid: anchor}})<-[:MENTIONS]-(m:Memory) WHERE {MEMORY_FILTER}
-  WITH m, count(*) AS shared ORDER BY shared DESC, m.created_at DESC, m.id LIMIT $depth
-  RETURN collect({{memory: m, score: toFloat(shared)}}) AS entity
+  MATCH (e:Entity)<-[:MENTIONS]-(m:Memory) WHERE e.uid IN $anchor_uids AND {MEMORY_FILTER}
+  WITH DISTINCT m ORDER BY m.created_at DESC, m.id DESC LIMIT $depth
+  RETURN collect({{memory: {MEMORY}, score: 1.0}}) AS entity
 }}
 RETURN keyword, recency, entity
 """
@@ -57,64 +62,87 @@ RETURN keyword, recency, entity
 
 RECENT = f"""
 MATCH (m:Memory) WHERE {MEMORY_FILTER}
-RETURN m ORDER BY m.created_at DESC, m.id DESC LIMIT $limit
+WITH m ORDER BY m.created_at DESC, m.id DESC LIMIT $limit
+RETURN {MEMORY} AS m
 """
 
-#: One hop of ``neighbors`` for the whole frontier; the strongest edge per reached memory wins.
+#: One hop of ``neighbors`` for the whole frontier: per (memory, edge type) its strongest edge.
 NEIGHBORS_HOP = f"""
 UNWIND $frontier AS start_uid
 MATCH (a:Memory {{uid: start_uid}})-[r]-(m:Memory)
-WHERE a.forgotten = false AND type(r) IN $types AND NOT m.uid IN $visited AND {MEMORY_FILTER}
+WHERE a.forgotten = false AND type(r) IN $types AND NOT m.id IN $visited AND {MEMORY_FILTER}
 WITH a, r, m ORDER BY r.weight DESC, a.id
-WITH m, collect({{rel: r, from_id: a.id}})[0] AS best
-RETURN m, best.from_id AS from_id, type(best.rel) AS type, startNode(best.rel).id AS source,
+WITH m, type(r) AS rel_type, collect({{rel: r, from_id: a.id}})[0] AS best
+WITH m, rel_type, best ORDER BY best.rel.weight DESC, m.id, rel_type LIMIT $limit
+RETURN {MEMORY} AS m, best.from_id AS from_id, rel_type AS type, startNode(best.rel).id AS source,
        endNode(best.rel).id AS target, best.rel.weight AS weight, best.rel.metadata AS metadata,
        best.rel.created_at AS created_at
-ORDER BY weight DESC, m.id LIMIT $limit
 """
 
-GET = """
+GET = (
+    """
 UNWIND range(0, size($uids) - 1) AS position
 MATCH (m:Memory {uid: $uids[position]}) WHERE m.forgotten = false
-RETURN m ORDER BY position
-"""
+WITH m, position ORDER BY position
+RETURN """
+    + MEMORY
+    + " AS m"
+)
 
-EXISTING_DUPLICATE = """
+EXISTING_DUPLICATE = (
+    """
 MATCH (m:Memory) WHERE m.store = $store AND m.content_hash = $hash AND m.forgotten = false
-RETURN m ORDER BY m.created_at, m.id LIMIT 1
-"""
+WITH m ORDER BY m.created_at, m.id LIMIT 1
+RETURN """
+    + MEMORY
+    + " AS m"
+)
 
-#: Everything the write-time link rules need, in one round trip (see ``ports.autolinks``).
+#: Everything the write-time link rules need, in one round trip. The same candidate queries as the
+#: SQLite backend (see ``ports.autolinks``), so both stores build the same edges from the same writes.
 LINK_CANDIDATES = (
     """
 CALL () {
   MATCH (m:Memory) WHERE $dedup AND m.store = $store AND m.content_hash = $hash AND m.forgotten = false
   WITH m ORDER BY m.created_at, m.id LIMIT 1
-  RETURN collect(m) AS duplicate
+  RETURN collect("""
+    + MEMORY
+    + """) AS duplicate
 }
 CALL () {
   MATCH (m:Memory) WHERE m.store = $store AND m.source = $source AND m.forgotten = false
-    AND (m.created_at < $at OR (m.created_at = $at AND m.id < $id))
+    AND m.created_at <= $at
   WITH m ORDER BY m.created_at DESC, m.id DESC LIMIT $causal_window
   RETURN collect(m) AS earlier
 }
 CALL () {
   MATCH (m:Memory) WHERE m.store = $store AND m.source = $source AND m.forgotten = false
-    AND (m.created_at > $at OR (m.created_at = $at AND m.id > $id))
-  WITH m ORDER BY m.created_at, m.id LIMIT 1
+    AND m.created_at >= $at
+  WITH m ORDER BY m.created_at, m.id LIMIT 2
   RETURN collect(m) AS later
 }
 CALL () {
   MATCH (m:Memory) WHERE m.store = $store AND m.forgotten = false
-    AND m.created_at >= $window_start AND m.created_at <= $window_end
-  WITH m ORDER BY abs(duration.inSeconds(m.created_at, $at).seconds), m.id LIMIT $proximity_max
-  RETURN collect(m) AS nearby
+    AND m.created_at >= $window_start AND m.created_at <= $at
+  WITH m ORDER BY m.created_at DESC LIMIT $proximity_max
+  RETURN collect(m) AS before
+}
+CALL () {
+  MATCH (m:Memory) WHERE m.store = $store AND m.forgotten = false
+    AND m.created_at >= $at AND m.created_at <= $window_end
+  WITH m ORDER BY m.created_at LIMIT $proximity_max
+  RETURN collect(m) AS after
 }
 CALL () {
   UNWIND $entity_uids AS entity_uid
   CALL (entity_uid) {
-    MATCH (:Entity {uid: entity_uid})<-[:MENTIONS]-(m:Memory) WHERE m.forgotten = false
-    RETURN m ORDER BY abs(duration.inSeconds(m.created_at, $at).seconds), m.id LIMIT $entity_per_name
+    MATCH (:Entity {uid: entity_uid})<-[:MENTIONS]-(m:Memory)
+    WHERE m.forgotten = false AND m.created_at <= $at
+    RETURN m ORDER BY m.created_at DESC LIMIT $entity_per_name
+    UNION
+    MATCH (:Entity {uid: entity_uid})<-[:MENTIONS]-(m:Memory)
+    WHERE m.forgotten = false AND m.created_at >= $at
+    RETURN m ORDER BY m.created_at LIMIT $entity_per_name
   }
   RETURN collect(m) AS sharing
 }
@@ -127,12 +155,12 @@ CALL () {
   UNWIND CASE WHEN $lucene = '' THEN [] ELSE [$lucene] END AS lucene
   CALL db.index.fulltext.queryNodes('"""
     + FULLTEXT_INDEX
-    + """', lucene) YIELD node AS m
+    + """', lucene) YIELD node AS m, score
   WHERE m.store = $store AND m.forgotten = false
-  WITH m LIMIT $similar_max
+  WITH m ORDER BY score DESC, m.id LIMIT $similar_max
   RETURN collect(m) AS similar
 }
-RETURN duplicate, earlier, later, nearby, sharing, counts, similar
+RETURN duplicate, earlier, later, before, after, sharing, counts, similar
 """
 )
 
@@ -167,7 +195,7 @@ CALL () {{
 {CREATE_EDGES}
 }}
 CREATE (:Change {{store: $store, seq: $seq, kind: 'added', memory_id: m.id, at: $written_at}})
-RETURN m
+RETURN m.id AS id
 """
 
 ACTIVE_IDS = """
@@ -196,8 +224,6 @@ RETURN a.id AS source
 
 MARK_SUPERSEDED = """
 MATCH (old:Memory {uid: $target_uid})
-SET old.superseded_by = [x IN coalesce(old.superseded_by, []) WHERE x <> $source_id] + $source_id,
-    old.updated_at = $written_at
 CREATE (:Change {store: $store, seq: $seq, kind: 'superseded', memory_id: old.id, at: $written_at,
                  detail: 'superseded by ' + $source_id})
 """
@@ -209,13 +235,18 @@ CREATE (:Change {store: $store, seq: $seq, kind: 'forgotten', memory_id: m.id, a
 RETURN m.id AS id
 """
 
-CHANGES = """
+CHANGES = (
+    """
 MATCH (c:Change) WHERE c.store = $store AND c.at >= $since
 WITH c ORDER BY c.at, c.seq LIMIT $limit
-OPTIONAL MATCH (m:Memory {uid: $store + ':' + c.memory_id})
-RETURN c.kind AS kind, c.memory_id AS memory_id, c.at AS at, coalesce(c.detail, '') AS detail, m
+OPTIONAL MATCH (m:Memory {uid: $store + ':' + c.memory_id}) WHERE m.forgotten = false
+RETURN c.kind AS kind, c.memory_id AS memory_id, c.at AS at, coalesce(c.detail, '') AS detail,
+       CASE WHEN m IS NULL THEN null ELSE """
+    + MEMORY
+    + """ END AS m
 ORDER BY c.at, c.seq
 """
+)
 
 KNOWN_ENTITIES = """
 MATCH (e:Entity) WHERE e.store = $store

@@ -105,7 +105,6 @@ def memory_properties(
         "updated_at": now,
         "metadata": json.dumps(dict(memory.metadata), sort_keys=True),
         "forgotten": False,
-        "superseded_by": [],
     }
     if memory.dedup:
         props["dedup_key"] = uid(store, digest)
@@ -146,12 +145,18 @@ def edge_from_row(row: Mapping[str, Any]) -> Edge:
     )
 
 
-def filter_params(store: str, filters: Filters, now: datetime | None) -> dict[str, Any]:
-    """Parameters of ``MEMORY_FILTER``: empty restrictions become ``null`` (no restriction)."""
+def filter_params(
+    store: str, filters: Filters, now: datetime | None, *, as_of: bool = True
+) -> dict[str, Any]:
+    """Parameters of ``MEMORY_FILTER``: empty restrictions become ``null`` (no restriction).
+
+    With ``as_of`` memories created after ``now`` (default: the wall clock) are invisible.
+    """
     window = filters.time_range
+    moment = (ensure_utc(now) if now is not None else datetime.now(UTC)) if as_of else None
     return {
         "store": store,
-        "now": ensure_utc(now) if now is not None else datetime.now(UTC),
+        "now": moment,
         "categories": list(filters.categories) or None,
         "sources": list(filters.sources) or None,
         "start": ensure_utc(window.start) if window and window.start else None,

@@ -28,6 +28,7 @@ from memory_orchestrator.ports import (
     Edge,
     EdgeType,
     InvalidRequest,
+    MemoryRecord,
     NewMemory,
     NotFound,
     WriteAction,
@@ -44,11 +45,11 @@ from memory_orchestrator.ports.autolinks import (
 from memory_orchestrator.ports.text import content_hash, tokenize
 from memory_orchestrator.ports.validation import validate_edge, validate_new_memory
 
-#: Lexically similar memories fetched from the full-text index as semantic/candidate material.
+#: Lexically similar memories fetched from the full-text index as candidates (as the SQLite backend).
 SIMILAR_CANDIDATES = 20
-#: Distinct terms of the new memory used to look for similar ones.
-SIMILARITY_TERMS = 64
-_CANDIDATE_LISTS = ("earlier", "later", "nearby", "sharing", "similar")
+#: Query terms used to find them: the longest ones, since long words are the rarer, more telling ones.
+SIMILARITY_TERMS = 16
+_CANDIDATE_LISTS = ("earlier", "later", "before", "after", "sharing", "similar")
 
 
 class MemoryWriter:
@@ -66,7 +67,7 @@ class MemoryWriter:
         created_at = ensure_utc(memory.created_at) if memory.created_at else now
         entities = entities_for(memory)
         new = MemorySketch(
-            id=str(uuid.uuid4()),
+            id=f"mem-{uuid.uuid4().hex[:20]}",
             content=memory.content,
             source=memory.source,
             created_at=created_at,
@@ -80,7 +81,7 @@ class MemoryWriter:
         counts = {key: int(count) for key, count in found["counts"]}
         edges = plan_edges(new, pool, at=now, entity_counts=counts, limits=self.limits)
         try:
-            rows = await self.runner.write(
+            await self.runner.write(
                 cypher.CREATE_MEMORY,
                 store=self.store,
                 props=memory_properties(self.store, new.id, memory, entities, created_at, now),
@@ -96,7 +97,7 @@ class MemoryWriter:
             action=WriteAction.ADDED,
             candidates=link_candidates(new, pool, limits=self.limits),
             edges_created=dict(Counter(edge.type.value for edge in edges)),
-            record=record_from_node(rows[0]["m"]),
+            record=_new_record(new.id, memory, entities, created_at, now),
         )
 
     def _candidate_params(self, memory: NewMemory, new: MemorySketch) -> dict[str, Any]:
@@ -110,11 +111,12 @@ class MemoryWriter:
             "at": new.created_at,
             "window_start": new.created_at - window,
             "window_end": new.created_at + window,
-            "causal_window": max(self.limits.causal_window, 1),
-            "proximity_max": self.limits.proximity_max,
+            # One more than each rule keeps, so a tie at the cut is still seen by the rules.
+            "causal_window": self.limits.causal_window + 1,
+            "proximity_max": self.limits.proximity_max + 1,
             "entity_uids": [uid(self.store, key) for key in sorted(new.entities)],
-            "entity_per_name": self.limits.entity_per_name,
-            "lucene": lucene_query(memory.content, max_terms=SIMILARITY_TERMS),
+            "entity_per_name": self.limits.entity_per_name + 1,
+            "lucene": lucene_query(" ".join(_longest(new.tokens, SIMILARITY_TERMS))),
             "similar_max": SIMILAR_CANDIDATES,
         }
 
@@ -186,6 +188,27 @@ class MemoryWriter:
         )
         if not rows:
             raise NotFound(f"unknown or forgotten memory id: {memory_id}")
+
+
+def _longest(tokens: frozenset[str], count: int) -> list[str]:
+    return sorted(tokens, key=lambda token: (-len(token), token))[:count]
+
+
+def _new_record(
+    memory_id: str, memory: NewMemory, entities: tuple[str, ...], created_at: datetime, now: datetime
+) -> MemoryRecord:
+    return MemoryRecord(
+        id=memory_id,
+        content=memory.content,
+        created_at=created_at,
+        updated_at=now,
+        category=memory.category,
+        importance=memory.importance,
+        tags=tuple(memory.tags),
+        entities=entities,
+        source=memory.source,
+        metadata=dict(memory.metadata),
+    )
 
 
 def _skipped(node: dict[str, Any]) -> WriteResult:
