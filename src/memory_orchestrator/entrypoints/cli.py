@@ -68,3 +68,7 @@ _mount_optional("cli_serve", "serve", "serve", group=False)
 def main() -> None:
     """Console-script entry point."""
     app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,190 @@
+"""The CLI as a user types it: backend commands, plugins, config, import, errors and exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from memory_orchestrator.entrypoints.cli import app
+from memory_orchestrator.examples import example_path
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test gets its own data dir and cwd, and no ambient ORCHESTRATOR_* configuration."""
+    for name in list(os.environ):
+        if name.startswith("ORCHESTRATOR_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("ORCHESTRATOR_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def invoke(*args: str, code: int = 0) -> Any:
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == code, (result.exit_code, result.output, result.exception)
+    return result
+
+
+def invoke_json(*args: str) -> Any:
+    return json.loads(invoke(*args, "--json").stdout)
+
+
+def test_remember_get_recall_link_forget_round_trip(tmp_path: Path) -> None:
+    first = invoke_json("remember", "Atlas moved to Kubernetes in May", "--entity", "Atlas", "--tag", "infra")
+    assert first["action"] == "added"
+    second = invoke_json(
+        "remember",
+        "Hosting costs tripled in March",
+        "--category",
+        "fact",
+        "--created-at",
+        "2026-03-30T10:00:00Z",
+    )
+    got = invoke_json("get", first["id"], second["id"])
+    assert [memory["id"] for memory in got["memories"]] == [first["id"], second["id"]]
+    assert got["memories"][0]["entities"] == ["Atlas"]
+    assert got["memories"][1]["created_at"] == "2026-03-30T10:00:00Z"
+
+    hits = invoke_json("recall", "Kubernetes")["hits"]
+    assert hits and hits[0]["id"] == first["id"]
+
+    edge = invoke_json("link", second["id"], first["id"], "--type", "causal", "--weight", "0.8")
+    assert (edge["type"], edge["weight"]) == ("causal", 0.8)
+
+    assert invoke_json("forget", first["id"]) == {"forgotten": first["id"]}
+    after = json.loads(invoke("get", first["id"], "--json", code=3).stdout)
+    assert after == {"memories": [], "missing": [first["id"]]}
+    assert (tmp_path / "data" / "memories.db").is_file()
+
+
+def test_identical_content_is_skipped_with_the_existing_id() -> None:
+    first = invoke_json("remember", "The on-call handover is Monday 10:00")
+    again = invoke_json("remember", "The on-call handover is Monday 10:00")
+    assert again["action"] == "skipped"
+    assert again["duplicate_of"] == first["id"]
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (("remember", "x", "--category", "bogus"), 2, "category 'bogus'"),
+        (("remember", "x", "--created-at", "yesterday-ish"), 2, "--created-at: not an ISO 8601 timestamp"),
+        (("recall", "x", "--since", "2026-05-01", "--until", "2026-04-01"), 2, "--since must be earlier"),
+        (("forget", "mem-does-not-exist"), 3, "mem-does-not-exist"),
+        (("--backend", "mnemon", "recall", "x"), 6, "backend 'mnemon' is not registered"),
+        (("--config", "missing.toml", "recall", "x"), 2, "configuration file not found"),
+        (("--store", "../escape", "recall", "x"), 2, "--store"),
+    ],
+)
+def test_expected_errors_are_one_line_and_non_zero(args: tuple[str, ...], code: int, message: str) -> None:
+    result = runner.invoke(app, list(args))
+    assert result.exit_code == code, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ")
+    assert message in lines[0]
+    assert "Traceback" not in result.output
+
+
+def test_invalid_input_changes_nothing() -> None:
+    runner.invoke(app, ["remember", "x" * 9000])
+    assert invoke_json("recall", "x")["hits"] == []
+
+
+def test_store_option_separates_namespaces() -> None:
+    invoke_json("--store", "team-a", "remember", "Only team A knows about the Lisbon offsite")
+    assert invoke_json("--store", "team-a", "recall", "Lisbon")["hits"]
+    assert invoke_json("--store", "team-b", "recall", "Lisbon")["hits"] == []
+
+
+def test_health_reports_checks() -> None:
+    report = invoke_json("health", "--probe")
+    assert report["backend"] == "sqlite"
+    assert report["status"] == "ok"
+    assert "probe" in {check["name"] for check in report["checks"]}
+
+
+def test_plugins_lists_builtins_with_their_registrations() -> None:
+    data = invoke_json("plugins")
+    names = {plugin["name"] for plugin in data["plugins"]}
+    assert {"memory", "sqlite", "neo4j", "scorers"} <= names
+    assert data["backends"]["sqlite"] == "sqlite"
+    assert data["scorers"]["tag_match"] == "scorers"
+    table = invoke("plugins").stdout
+    assert "tag_match" in table and "built-in" in table
+
+
+def test_config_show_masks_secrets_and_reflects_overrides(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "orchestrator.toml").write_text('[backend]\nname = "neo4j"\n[pipeline]\nhops = 3\n')
+    monkeypatch.setenv("ORCHESTRATOR_BACKEND__NEO4J__PASSWORD", "hunter2")
+    data = invoke_json("config", "show")
+    assert data["backend"]["name"] == "neo4j"
+    assert data["pipeline"]["hops"] == 3
+    assert data["backend"]["neo4j"]["password"] == "**********"
+    assert "hunter2" not in invoke("config", "show").stdout
+    assert invoke_json("--backend", "memory", "config", "show")["backend"]["name"] == "memory"
+
+
+def test_invalid_config_file_exits_with_the_problem(tmp_path: Path) -> None:
+    (tmp_path / "orchestrator.toml").write_text("[pipeline]\nhops = 99\n")
+    result = runner.invoke(app, ["config", "show"])
+    assert result.exit_code == 2
+    assert "pipeline.hops" in result.stderr
+
+
+def test_hash_token_prints_the_digest() -> None:
+    result = invoke("config", "hash-token", "abc")
+    assert result.stdout.strip() == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+
+
+def test_import_loads_the_bundled_example_set() -> None:
+    data = invoke_json("import", str(example_path("atlas")))
+    (store,) = data["stores"]
+    assert (store["written"], store["skipped"], store["links"]) == (52, 0, 18)
+    assert store["warnings"] == []
+    decision = store["ids"]["a26"]
+    hits = invoke_json("recall", "Stratus Hosting", "--limit", "20", "--now", "2026-05-20T09:00:00Z")["hits"]
+    assert decision in {hit["id"] for hit in hits}
+    # "as of" the kick-off, the April decision did not exist yet.
+    early = invoke_json("recall", "Stratus Hosting", "--limit", "20", "--now", "2026-01-25T00:00:00Z")["hits"]
+    assert decision not in {hit["id"] for hit in early}
+
+
+def test_import_of_a_missing_dataset_is_an_error(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["import", str(tmp_path / "nope")])
+    assert result.exit_code == 2
+    assert "dataset not found" in result.stderr
+
+
+def test_real_subprocess_as_a_user_types_it(tmp_path: Path) -> None:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("ORCHESTRATOR_")}
+    env["ORCHESTRATOR_DATA_DIR"] = str(tmp_path / "subprocess-data")
+    script = Path(sys.executable).parent / "orchestrator"
+    assert script.is_file(), "the console script is installed with the package"
+    command = [str(script)]
+
+    def orchestrator(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*command, *args], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120, check=False
+        )
+
+    written = orchestrator("remember", "--json", "--", "-- dashes are content, not options")
+    assert written.returncode == 0, written.stderr
+    memory_id = json.loads(written.stdout)["id"]
+    shown = orchestrator("get", memory_id, "--json")
+    assert json.loads(shown.stdout)["memories"][0]["content"] == "-- dashes are content, not options"
+    failed = orchestrator("--backend", "nope", "health")
+    assert failed.returncode == 6
+    assert failed.stderr.strip().startswith("error: backend 'nope' is not registered")
+    assert "Traceback" not in failed.stderr

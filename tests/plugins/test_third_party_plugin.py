@@ -1,0 +1,120 @@
+"""A real third-party plugin package, pip-installed into a temporary folder (never into the project
+venv), discovered through its entry point by `orchestrator` subprocesses; its backend and scorer are used.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SAMPLE = Path(__file__).parent / "sample_plugin"
+ORCHESTRATOR = Path(sys.executable).parent / "orchestrator"
+
+
+@pytest.fixture(scope="module")
+def plugin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    target = tmp_path_factory.mktemp("site")
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--target",
+            str(target),
+            str(SAMPLE),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    return target
+
+
+def run(plugin_dir: Path | None, cwd: Path, *args: str, extra_env: dict[str, str] | None = None) -> Any:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("ORCHESTRATOR_")}
+    env.pop("PYTHONPATH", None)
+    if plugin_dir is not None:
+        env["PYTHONPATH"] = str(plugin_dir)
+    env["ORCHESTRATOR_DATA_DIR"] = str(cwd / "data")
+    env["ORCHESTRATOR_BACKEND__EXTRA__NOTEBOOK__PATH"] = str(cwd / "notebook.json")
+    env.update(extra_env or {})
+    return subprocess.run(
+        [str(ORCHESTRATOR), *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=120, check=False
+    )
+
+
+def run_json(plugin_dir: Path | None, cwd: Path, *args: str, **kwargs: Any) -> Any:
+    done = run(plugin_dir, cwd, *args, "--json", **kwargs)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_the_project_environment_is_untouched(plugin_dir: Path) -> None:
+    assert importlib.util.find_spec("orchestrator_sample_plugin") is None
+    assert (plugin_dir / "orchestrator_sample_plugin-0.0.1.dist-info" / "entry_points.txt").is_file()
+
+
+def test_discovered_through_its_entry_point(plugin_dir: Path, tmp_path: Path) -> None:
+    data = run_json(plugin_dir, tmp_path, "plugins")
+    sample = next(plugin for plugin in data["plugins"] if plugin["name"] == "sample")
+    assert sample == {
+        "name": "sample",
+        "distribution": "orchestrator-sample-plugin",
+        "version": "0.0.1",
+        "builtin": False,
+        "backends": ["notebook"],
+        "scorers": ["pinned"],
+    }
+    assert data["backends"]["notebook"] == "sample"
+    without = run_json(None, tmp_path, "plugins")
+    assert "notebook" not in without["backends"]
+
+
+def test_its_backend_is_used(plugin_dir: Path, tmp_path: Path) -> None:
+    written = run_json(
+        plugin_dir, tmp_path, "--backend", "notebook", "remember", "Notebook keeps the Lisbon plan"
+    )
+    assert written["id"].startswith("nb-")
+    stored = json.loads((tmp_path / "notebook.json").read_text())
+    assert written["id"] in stored["memories"]
+    hits = run_json(plugin_dir, tmp_path, "--backend", "notebook", "recall", "Lisbon")["hits"]
+    assert [hit["id"] for hit in hits] == [written["id"]]
+    assert run_json(plugin_dir, tmp_path, "--backend", "notebook", "health")["backend"] == "notebook"
+
+
+def test_allow_list_can_leave_it_out(plugin_dir: Path, tmp_path: Path) -> None:
+    (tmp_path / "orchestrator.toml").write_text("[plugins]\nallow = []\n")
+    done = run(plugin_dir, tmp_path, "--backend", "notebook", "health")
+    assert done.returncode == 6
+    assert "backend 'notebook' is not registered" in done.stderr
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("memory_orchestrator.domain.orchestrator") is None,
+    reason="the Orchestrator has not landed yet",
+)
+def test_its_scorer_is_used_in_ranking(plugin_dir: Path, tmp_path: Path) -> None:
+    relevant = run_json(
+        plugin_dir, tmp_path, "remember", "Lisbon offsite agenda: Lisbon talks, Lisbon dinner"
+    )
+    pinned = run_json(plugin_dir, tmp_path, "remember", "Book the Lisbon hotel early", "--tag", "pinned")
+    query = ("search", "--query", "Lisbon offsite agenda", "--no-expand")
+
+    ranked = run_json(plugin_dir, tmp_path, *query)["items"]
+    assert [item["memory_id"] for item in ranked[:2]] == [pinned["id"], relevant["id"]]
+    assert ranked[0]["signals"]["pinned"] == 1.0
+
+    (tmp_path / "orchestrator.toml").write_text('[scorers]\nenabled = ["tag_match"]\n')
+    plain = run_json(plugin_dir, tmp_path, *query)["items"]
+    assert plain[0]["memory_id"] == relevant["id"]
+    assert "pinned" not in plain[0]["signals"]
