@@ -76,6 +76,15 @@ class ExpansionLimits:
     max_fanout: int = 12
     #: Expanded items must reach this path score to enter ranking.
     min_path_score: float = 0.05
+    #: Share of its parent's relevance a neighbour inherits per hop (times the intent edge weight,
+    #: relative to the intent's strongest edge type, and the edge's own weight).
+    hop_decay: float = 0.6
+    #: The j-th strongest neighbour of one node inherits ``1 / (1 + sibling_decay * j)`` of its share,
+    #: so one strong hit cannot flood the results with its whole neighbourhood.
+    sibling_decay: float = 0.5
+    #: Only direct hits at least this relevant (1.0 = the best hit) seed the walk: weak matches would
+    #: spend the beam on neighbourhoods nobody asked about.
+    min_seed_relevance: float = 0.35
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,3 +125,5 @@ class PipelineConfig:
     #: Traces kept in the trace store (oldest are pruned), and how much they hold (``basic|full``).
     trace_retention: int = 1000
     trace_verbosity: str = "basic"
+    #: How long the backend's entity names are cached for the planner, in seconds (0: no cache).
+    known_entities_ttl_s: float = 300.0

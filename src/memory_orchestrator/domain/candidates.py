@@ -1,0 +1,45 @@
+"""The candidate pool: one memory on its way through retrieval, expansion and ranking."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from memory_orchestrator.domain.results import PathStep
+from memory_orchestrator.ports import MemoryRecord
+
+
+@dataclass(slots=True)
+class Candidate:
+    """A memory found by retrieval and/or expansion, with what is known about how it was found.
+
+    ``relevance`` is the fused direct-retrieval relevance in ``[0, 1]`` (0 for memories reached
+    only by expansion). ``inherited`` is the decayed share of a seed's relevance passed along the
+    graph path; ``proximity`` is that path's own strength (edge weights times the hop decay).
+    """
+
+    record: MemoryRecord
+    relevance: float = 0.0
+    rrf: float = 0.0
+    #: Best rank per retrieval list (``keyword#0`` = keyword channel, first subquery).
+    ranks: dict[str, int] = field(default_factory=dict)
+    channels: set[str] = field(default_factory=set)
+    subqueries: set[int] = field(default_factory=set)
+    inherited: float = 0.0
+    proximity: float = 0.0
+    seed_id: str | None = None
+    path: tuple[PathStep, ...] = ()
+
+    @property
+    def memory_id(self) -> str:
+        """The memory's id."""
+        return self.record.id
+
+    @property
+    def expanded(self) -> bool:
+        """True when the memory was reached over the graph."""
+        return bool(self.path)
+
+    @property
+    def direct(self) -> bool:
+        """True when a retrieval channel found the memory itself."""
+        return bool(self.ranks)

@@ -1,0 +1,321 @@
+"""The Orchestrator: the one object the MCP server, the CLI and the evaluation talk to.
+
+Read calls (search, context, expand, explain, replay) never raise for backend failures: they return
+what is available with explicit warnings, also written to the trace. Invalid input raises
+``InvalidRequest`` before anything happens. The caller opens and closes the backend.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from memory_orchestrator.domain.config import PipelineConfig
+from memory_orchestrator.domain.graph_walks import run_expand
+from memory_orchestrator.domain.packaging import pack, summarise
+from memory_orchestrator.domain.pipeline import PipelineInput, PipelineRun, run_pipeline
+from memory_orchestrator.domain.planner import canonicalise
+from memory_orchestrator.domain.request_validation import (
+    check_context,
+    check_expand,
+    check_search,
+    check_write,
+)
+from memory_orchestrator.domain.requests import (
+    ContextRequest,
+    ExpandRequest,
+    SearchRequest,
+    WriteRequest,
+)
+from memory_orchestrator.domain.results import (
+    ContextResult,
+    ExpandResult,
+    QueryPlan,
+    ReplayResult,
+    ResultItem,
+    SearchResult,
+    WriteOutcome,
+)
+from memory_orchestrator.domain.trace import InProcessTraceStore, Trace
+from memory_orchestrator.domain.write_path import run_write
+from memory_orchestrator.ports import (
+    Clock,
+    Intent,
+    InvalidRequest,
+    MemoryBackend,
+    NotFound,
+    RecallQuery,
+    Scorer,
+    SystemClock,
+    TraceStore,
+    ensure_utc,
+)
+
+DEFAULT_CONFIG = PipelineConfig()
+PASSTHROUGH_REASON = "passthrough: backend recall"
+REPLAYABLE = ("search", "context")
+
+
+class Orchestrator:
+    """Plans, retrieves, expands, ranks, dedups and packs memories from one backend, with traces."""
+
+    def __init__(
+        self,
+        backend: MemoryBackend,
+        *,
+        config: PipelineConfig = DEFAULT_CONFIG,
+        scorers: Sequence[Scorer] = (),
+        clock: Clock | None = None,
+        traces: TraceStore | None = None,
+    ) -> None:
+        self.backend = backend
+        self.config = config
+        self.scorers = tuple(scorers)
+        self.clock: Clock = clock or SystemClock()
+        self.traces: TraceStore = traces or InProcessTraceStore(config.trace_retention)
+        self._entities: list[str] | None = None
+        self._entities_at = 0.0
+
+    async def search(self, request: SearchRequest) -> SearchResult:
+        """Ranked, explained memories for ``request.query``."""
+        result, _ = await self._search(request)
+        return result
+
+    async def context(self, request: ContextRequest) -> ContextResult:
+        """A context block for ``request.query`` that fits ``request.budget``."""
+        check_context(request, self.config)
+        budget = request.budget
+        keep = min(self.config.max_top_k, max(2 * budget.max_items, budget.max_items + 5))
+        search = request.as_search()
+        trace = self._trace("context", request.to_dict())
+        run = await self._read(search, keep, trace)
+        with trace.timed("packaging"):
+            packed = pack(
+                run.items,
+                run.plan,
+                budget,
+                chars_per_token=self.config.chars_per_token,
+                max_item_chars=self.config.max_item_chars,
+                group_by=request.group_by,
+                task=request.task,
+            )
+        for memory_id in packed.cut:
+            trace.drop(memory_id, "budget", "packaging")
+        trace.record("packaging", grouping=packed.grouping, chars=packed.chars, est_tokens=packed.est_tokens)
+        trace.result_ids = [item.memory_id for item in packed.items]
+        warnings = await self._save(trace)
+        return ContextResult(
+            query=request.query,
+            plan=run.plan,
+            strategy=run.plan.strategy,
+            summary=summarise(packed.items, run.plan),
+            items=packed.items,
+            context_block=packed.context_block,
+            trace_id=trace.trace_id,
+            chars=packed.chars,
+            est_tokens=packed.est_tokens,
+            cut=packed.cut,
+            warnings=warnings,
+        )
+
+    async def expand(self, request: ExpandRequest) -> ExpandResult:
+        """Memories reached over the graph from the seed memories or seed entities."""
+        check_expand(request, self.config)
+        trace = self._trace("expand", _expand_document(request))
+        now = self._now(request.now)
+        seeds, items = await run_expand(self.backend, request, now=now, config=self.config, trace=trace)
+        trace.result_ids = [item.memory_id for item in items]
+        warnings = await self._save(trace)
+        return ExpandResult(seeds=seeds, items=tuple(items), trace_id=trace.trace_id, warnings=warnings)
+
+    async def write(self, request: WriteRequest) -> WriteOutcome:
+        """Store a memory through the write path (dedup, contradictions, supersession, links)."""
+        check_write(request)
+        trace = self._trace("write", {"content": request.memory.content[:200], "replace": request.replace})
+        known = await self._known_entities(trace)
+        outcome = await run_write(
+            self.backend, request, config=self.config, known_entities=known, trace=trace
+        )
+        self._entities = None  # the write may have introduced names the planner should know
+        warnings = await self._save(trace)
+        return WriteOutcome(
+            id=outcome.id,
+            action=outcome.action,
+            duplicate_of=outcome.duplicate_of,
+            candidates=outcome.candidates,
+            links_created=outcome.links_created,
+            superseded=outcome.superseded,
+            trace_id=trace.trace_id,
+            warnings=warnings,
+        )
+
+    async def explain(self, request: SearchRequest) -> dict[str, Any]:
+        """Run the query and return its full trace document (with the result)."""
+        result, trace = await self._search(request)
+        document = trace.to_dict()
+        document["result"] = result.to_dict()
+        return document
+
+    async def trace(self, trace_id: str) -> dict[str, Any]:
+        """The stored trace document; ``NotFound`` when unknown or pruned."""
+        document = await self.traces.load(trace_id)
+        if document is None:
+            raise NotFound(f"trace {trace_id} not found (unknown or pruned)")
+        return dict(document)
+
+    async def replay(self, trace_id: str) -> ReplayResult:
+        """Run a stored search or context request again and compare the memory ids it returns."""
+        document = await self.trace(trace_id)
+        operation = document.get("operation")
+        if operation not in REPLAYABLE:
+            raise InvalidRequest(f"trace {trace_id} records a {operation}; only search and context replay")
+        stored: Mapping[str, Any] = document.get("request") or {}
+        request = SearchRequest.from_dict(stored)
+        if operation == "context":
+            budget = stored.get("budget") or {}
+            request = SearchRequest.from_dict({**stored, "top_k": budget.get("max_items", 10)})
+        result = await self.search(request)
+        original = tuple(document.get("result_ids") or ())
+        current = tuple(item.memory_id for item in result.items)
+        return ReplayResult(
+            trace_id=trace_id,
+            original_ids=original,
+            current_ids=current,
+            added=tuple(memory_id for memory_id in current if memory_id not in original),
+            removed=tuple(memory_id for memory_id in original if memory_id not in current),
+            result=result,
+        )
+
+    # -- internals ------------------------------------------------------------------------------
+
+    async def _search(self, request: SearchRequest) -> tuple[SearchResult, Trace]:
+        check_search(request, self.config)
+        trace = self._trace("search", request.to_dict())
+        run = await self._read(request, request.top_k, trace)
+        warnings = await self._save(trace)
+        result = SearchResult(
+            query=request.query,
+            plan=run.plan,
+            items=tuple(run.items),
+            summary=summarise(run.items, run.plan),
+            trace_id=trace.trace_id,
+            warnings=warnings,
+        )
+        return result, trace
+
+    async def _read(self, request: SearchRequest, keep: int, trace: Trace) -> PipelineRun:
+        now = self._now(request.now)
+        trace.record("request", now=now.isoformat())
+        if self.config.passthrough:
+            return await self._passthrough(request, keep, now, trace)
+        known = await self._known_entities(trace)
+        pipeline_input = PipelineInput(
+            query=request.query,
+            now=now,
+            keep=keep,
+            task=request.task,
+            conversation=request.conversation,
+            filters=request.filters,
+            expand=request.expand,
+            overrides=request.overrides,
+        )
+        return await run_pipeline(
+            self.backend,
+            pipeline_input,
+            config=self.config,
+            scorers=self.scorers,
+            known_entities=known,
+            trace=trace,
+        )
+
+    async def _passthrough(
+        self, request: SearchRequest, keep: int, now: datetime, trace: Trace
+    ) -> PipelineRun:
+        plan = QueryPlan(
+            query=request.query,
+            canonical=canonicalise(request.query),
+            subqueries=(),
+            intent=Intent.GENERAL,
+            intent_cues=(),
+            entities=(),
+            time_window=None,
+            strategy="passthrough",
+            hops=0,
+            confidence=1.0,
+        )
+        trace.set_plan(plan)
+        query = RecallQuery(text=request.query, limit=keep, filters=request.filters, now=now)
+        try:
+            with trace.timed("recall"):
+                hits = await asyncio.wait_for(self.backend.recall(query), self.config.stage_timeout_s)
+        except Exception as exc:  # the read path degrades, it does not raise
+            trace.warn(f"backend recall failed ({type(exc).__name__}: {exc}); no results")
+            hits = []
+        items = [
+            ResultItem(
+                memory_id=hit.record.id,
+                content=hit.record.content,
+                summary=canonicalise(hit.record.content)[:160],
+                score=round(hit.score, 6),
+                signals=dict(hit.signals),
+                reasons=(PASSTHROUGH_REASON,),
+                entities=hit.record.entities,
+                category=hit.record.category,
+                source=hit.record.source,
+                created_at=hit.record.created_at,
+                channels=(hit.via,),
+                superseded=bool(hit.record.superseded_by),
+                superseded_by=hit.record.superseded_by,
+            )
+            for hit in hits[:keep]
+        ]
+        trace.result_ids = [item.memory_id for item in items]
+        return PipelineRun(plan, items, list(trace.warnings))
+
+    async def _known_entities(self, trace: Trace) -> list[str]:
+        if not self.backend.capabilities.known_entities:
+            return []
+        ttl = self.config.known_entities_ttl_s
+        if self._entities is not None and time.monotonic() - self._entities_at < ttl:
+            return self._entities
+        try:
+            names = await asyncio.wait_for(
+                self.backend.known_entities(limit=1000), self.config.stage_timeout_s
+            )
+        except Exception as exc:  # planning works without them, just less well
+            trace.warn(f"known entities unavailable ({type(exc).__name__}); planning without them")
+            return self._entities or []
+        self._entities, self._entities_at = list(names), time.monotonic()
+        return self._entities
+
+    def _trace(self, operation: str, request: Mapping[str, Any]) -> Trace:
+        return Trace(
+            operation,
+            request,
+            created_at=ensure_utc(self.clock.now()),
+            verbosity=self.config.trace_verbosity,
+        )
+
+    async def _save(self, trace: Trace) -> tuple[str, ...]:
+        try:
+            await self.traces.save(trace.trace_id, trace.created_at, trace.to_dict())
+        except Exception as exc:  # losing a trace must not lose the answer
+            trace.warn(f"trace {trace.trace_id} could not be stored ({type(exc).__name__})")
+        return tuple(trace.warnings)
+
+    def _now(self, moment: datetime | None) -> datetime:
+        return ensure_utc(moment) if moment is not None else ensure_utc(self.clock.now())
+
+
+def _expand_document(request: ExpandRequest) -> dict[str, Any]:
+    return {
+        "seeds": list(request.seeds),
+        "seed_entities": list(request.seed_entities),
+        "edge_types": None if request.edge_types is None else [kind.value for kind in request.edge_types],
+        "hops": request.hops,
+        "limit": request.limit,
+        "intent": request.intent.value,
+    }

@@ -1,0 +1,245 @@
+"""The read pipeline: plan -> retrieve -> expand -> rank -> dedup, with a trace of every step.
+
+Backend failures never escape from here: a failing channel or expansion becomes a warning in the
+result and the trace, and whatever was found is still ranked and returned.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from memory_orchestrator.domain.candidates import Candidate
+from memory_orchestrator.domain.config import PipelineConfig
+from memory_orchestrator.domain.dedup import deduplicate
+from memory_orchestrator.domain.planner import plan as make_plan
+from memory_orchestrator.domain.ranking import RankedItem, RankingContext, rank
+from memory_orchestrator.domain.requests import PlanOverrides
+from memory_orchestrator.domain.results import QueryPlan, ResultItem
+from memory_orchestrator.domain.retrieval import RetrievalOutcome, retrieve, retrieve_recent, with_window
+from memory_orchestrator.domain.trace import Trace
+from memory_orchestrator.domain.traversal import expand, relative_edge_weights
+from memory_orchestrator.ports import Filters, MemoryBackend, Scorer
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+SUMMARY_CHARS = 160
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineInput:
+    """One read request as the pipeline sees it."""
+
+    query: str
+    now: datetime
+    keep: int
+    task: str = ""
+    conversation: str = ""
+    filters: Filters = Filters()
+    expand: bool = True
+    overrides: PlanOverrides = field(default_factory=PlanOverrides)
+
+
+@dataclass(slots=True)
+class PipelineRun:
+    """The plan, the ranked items (best first, chronological for episodic) and the warnings."""
+
+    plan: QueryPlan
+    items: list[ResultItem]
+    warnings: list[str] = field(default_factory=list)
+
+
+async def run_pipeline(
+    backend: MemoryBackend,
+    request: PipelineInput,
+    *,
+    config: PipelineConfig,
+    scorers: Sequence[Scorer],
+    known_entities: Sequence[str],
+    trace: Trace,
+) -> PipelineRun:
+    """Answer ``request`` over ``backend`` (see the module docstring)."""
+    with trace.timed("plan"):
+        plan = _plan(request, config, known_entities)
+        trace.set_plan(plan)
+    with trace.timed("retrieval"):
+        found = await _retrieve(backend, plan, request, config, trace)
+    pool = {candidate.memory_id: candidate for candidate in found.candidates}
+    if plan.strategy == "expanded" and plan.hops > 0 and pool:
+        with trace.timed("expansion"):
+            await _expand(backend, plan, found.candidates, pool, request, config, trace)
+    with trace.timed("ranking"):
+        ranked = _rank(list(pool.values()), plan, request, found, config, scorers, trace)
+    with trace.timed("dedup"):
+        window = max(3 * request.keep, 30)
+        outcome = deduplicate(ranked[:window], config)
+        for memory_id, reason in outcome.drops:
+            trace.drop(memory_id, reason, "dedup")
+        trace.record("dedup", stale=outcome.stale, kept=len(outcome.kept))
+    kept = outcome.kept[: request.keep]
+    for item in outcome.kept[request.keep :]:
+        trace.drop(item.record.id, f"below top {request.keep}", "ranking")
+    items = [result_item(item) for item in kept]
+    if plan.strategy == "episodic":
+        items.sort(key=lambda item: (item.created_at, item.memory_id))
+    trace.result_ids = [item.memory_id for item in items]
+    return PipelineRun(plan, items, list(trace.warnings))
+
+
+def _plan(request: PipelineInput, config: PipelineConfig, known_entities: Sequence[str]) -> QueryPlan:
+    plan = make_plan(
+        request.query,
+        now=request.now,
+        task=request.task,
+        conversation=request.conversation,
+        filters=request.filters,
+        known_entities=known_entities,
+        overrides=request.overrides,
+        max_hops=config.expansion.hops,
+    )
+    if not request.expand and plan.strategy == "expanded" and request.overrides.strategy is None:
+        plan = replace(plan, strategy="direct", hops=0)
+    return plan
+
+
+async def _retrieve(
+    backend: MemoryBackend, plan: QueryPlan, request: PipelineInput, config: PipelineConfig, trace: Trace
+) -> RetrievalOutcome:
+    filters = with_window(request.filters, plan.time_window)
+    found = await _retrieve_once(backend, plan, filters, request, config)
+    inferred = request.overrides.time_window is None and plan.time_window is not None
+    if inferred and not found.candidates and found.channels_failed < found.channels_run:
+        # The window was read from the text and may be wrong; an empty answer helps nobody.
+        trace.warn("no memories in the time window read from the query; showing results from any time")
+        found = await _retrieve_once(backend, plan, request.filters, request, config)
+    for warning in found.warnings:
+        trace.warn(warning)
+    if found.channels_run and found.channels_failed == found.channels_run:
+        trace.warn(f"backend {backend.name} unavailable: every retrieval channel failed")
+    for memory_id, reason in found.filtered:
+        trace.drop(memory_id, reason, "retrieval")
+    trace.record(
+        "retrieval",
+        lists={key: [{"id": i, "score": round(s, 6)} for i, s in hits] for key, hits in found.lists.items()},
+        fused=[{"id": c.memory_id, "relevance": round(c.relevance, 6)} for c in found.candidates],
+    )
+    return found
+
+
+async def _retrieve_once(
+    backend: MemoryBackend, plan: QueryPlan, filters: Filters, request: PipelineInput, config: PipelineConfig
+) -> RetrievalOutcome:
+    if plan.strategy == "episodic":
+        return await retrieve_recent(
+            backend, filters=filters, now=request.now, limit=request.keep, config=config
+        )
+    subqueries = plan.subqueries or (plan.canonical,)
+    return await retrieve(
+        backend, subqueries, intent=plan.intent, filters=filters, now=request.now, config=config
+    )
+
+
+async def _expand(
+    backend: MemoryBackend,
+    plan: QueryPlan,
+    seeds: list[Candidate],
+    pool: dict[str, Candidate],
+    request: PipelineInput,
+    config: PipelineConfig,
+    trace: Trace,
+) -> None:
+    if not backend.capabilities.neighbors:
+        trace.warn(f"backend {backend.name} cannot list neighbours; no graph expansion")
+        return
+    weights = relative_edge_weights(config.edge_weights, plan.intent, config.allowed_edge_types)
+    filters = with_window(request.filters, plan.time_window)
+    outcome = await expand(
+        backend, seeds, pool, weights=weights, hops=plan.hops, filters=filters, now=request.now, config=config
+    )
+    for warning in outcome.warnings:
+        trace.warn(warning)
+    for memory_id, reason in outcome.dropped:
+        trace.drop(memory_id, reason, "expansion")
+    trace.record(
+        "expansion",
+        edge_weights={kind.value: round(weight, 4) for kind, weight in weights.items()},
+        neighbor_calls=outcome.neighbor_calls,
+        decisions=outcome.decisions,
+        added=[
+            {
+                "id": c.memory_id,
+                "inherited": round(c.inherited, 6),
+                "seed": c.seed_id,
+                "path": [step.to_dict() for step in c.path],
+            }
+            for c in outcome.added
+        ],
+    )
+
+
+def _rank(
+    candidates: list[Candidate],
+    plan: QueryPlan,
+    request: PipelineInput,
+    found: RetrievalOutcome,
+    config: PipelineConfig,
+    scorers: Sequence[Scorer],
+    trace: Trace,
+) -> list[RankedItem]:
+    context = RankingContext(
+        query=plan.canonical,
+        intent=plan.intent,
+        entities=plan.entities,
+        now=request.now,
+        strategy=plan.strategy,
+        time_window=plan.time_window,
+        task=request.task,
+        total_lists=max(1, len(found.lists)),
+    )
+    ranked, warnings = rank(candidates, context, config, scorers)
+    for warning in warnings:
+        trace.warn(warning)
+    kept = [item for item in ranked if item.score >= config.min_score]
+    for item in ranked:
+        if item.score < config.min_score:
+            trace.drop(item.record.id, f"below threshold: score {item.score:.3f}", "ranking")
+    trace.record(
+        "ranking",
+        superseded=[item.record.id for item in kept if item.superseded],
+        items=[
+            {"id": item.record.id, "score": round(item.score, 6), "signals": dict(item.signals)}
+            for item in kept
+        ],
+    )
+    return kept
+
+
+def result_item(item: RankedItem) -> ResultItem:
+    """The public form of a ranked item."""
+    record, candidate = item.record, item.candidate
+    channels = sorted(candidate.channels) + (["graph"] if candidate.path else [])
+    entities = list(dict.fromkeys([*record.entities, *item.absorbed_entities]))
+    return ResultItem(
+        memory_id=record.id,
+        content=record.content,
+        summary=first_sentence(record.content),
+        score=round(item.score, 6),
+        signals=item.signals,
+        reasons=tuple(item.reasons),
+        entities=tuple(entities),
+        category=record.category,
+        source=record.source,
+        created_at=record.created_at,
+        channels=tuple(channels),
+        path=candidate.path,
+        absorbed_ids=tuple(item.absorbed_ids),
+        superseded=item.superseded,
+        superseded_by=tuple(dict.fromkeys(item.superseded_by)),
+    )
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of ``text``, at most ``SUMMARY_CHARS`` characters."""
+    sentence = _SENTENCE_END.split(" ".join(text.split()), maxsplit=1)[0]
+    return sentence if len(sentence) <= SUMMARY_CHARS else sentence[: SUMMARY_CHARS - 1].rstrip() + "…"

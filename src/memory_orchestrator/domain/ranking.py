@@ -1,0 +1,250 @@
+"""The explained re-ranker (pure): a transparent weighted sum, a breakdown and reasons per item.
+
+``score = w_relevance * max(relevance, graph) + w_graph * min(relevance, graph)
++ w_recency * recency + w_type * type_match + w_entity * entity + w_importance * importance
++ w_cross * cross_reference - w_noise * noise + sum(scorer.weight * scorer.score)``
+(and ``- w_dup * duplication``, applied by the dedup stage), times ``superseded_factor`` for a
+superseded memory.
+
+``relevance`` is the fused direct-retrieval relevance; ``graph`` the share of a seed's relevance an
+expanded memory inherits. An expanded memory therefore competes with the inherited share rather than
+its own (often absent) lexical match, and a direct hit that is also a neighbour of another strong hit
+is corroborated by ``w_graph`` times the smaller of the two. ``recency`` (half-life decay from
+``now``) counts fully only for WHEN, episodic or time-windowed questions and at a fifth otherwise.
+Ties break on score, then newer ``created_at``, then id, so the order is deterministic.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from memory_orchestrator.domain.candidates import Candidate
+from memory_orchestrator.domain.config import PipelineConfig
+from memory_orchestrator.ports import Intent, MemoryRecord, Scorer, ScoringContext, TimeRange
+from memory_orchestrator.ports.text import has_causal_cue, tokenize
+
+#: How well a memory category answers each intent (categories not listed score 0).
+TYPE_MATCH: dict[Intent, dict[str, float]] = {
+    Intent.WHY: {"decision": 1.0, "insight": 1.0, "fact": 0.3, "context": 0.3},
+    Intent.WHEN: {"fact": 0.5, "context": 0.5, "decision": 0.5},
+    Intent.ENTITY: {"fact": 1.0, "preference": 0.8, "insight": 0.5, "decision": 0.5},
+    Intent.GENERAL: {},
+}
+#: Recency weight multiplier when time is not what the question is about.
+WEAK_RECENCY = 0.2
+
+
+@dataclass(frozen=True, slots=True)
+class RankingContext:
+    """What the re-ranker knows about the request."""
+
+    query: str
+    intent: Intent
+    entities: tuple[str, ...]
+    now: datetime
+    strategy: str = "expanded"
+    time_window: TimeRange | None = None
+    task: str = ""
+    #: Number of retrieval lists that ran (for the cross-reference signal).
+    total_lists: int = 1
+
+
+@dataclass(slots=True)
+class RankedItem:
+    """A candidate with its score, signal breakdown and reasons."""
+
+    candidate: Candidate
+    score: float
+    signals: dict[str, float]
+    reasons: list[str] = field(default_factory=list)
+    superseded: bool = False
+    #: Ids that supersede this memory (explicit edges, or newer contradicting memories from dedup).
+    superseded_by: list[str] = field(default_factory=list)
+    #: Duplicates merged into this item by the dedup stage.
+    absorbed_ids: list[str] = field(default_factory=list)
+    absorbed_entities: list[str] = field(default_factory=list)
+
+    @property
+    def record(self) -> MemoryRecord:
+        """The memory."""
+        return self.candidate.record
+
+
+def rank(
+    candidates: Sequence[Candidate],
+    context: RankingContext,
+    config: PipelineConfig,
+    scorers: Sequence[Scorer] = (),
+) -> tuple[list[RankedItem], list[str]]:
+    """Score and order ``candidates``; returns the ranked items and warnings from failing scorers."""
+    warnings: list[str] = []
+    broken: set[str] = set()
+    scoring = ScoringContext(
+        query=context.query,
+        intent=context.intent,
+        entities=context.entities,
+        now=context.now,
+        time_window=context.time_window,
+        task=context.task,
+    )
+    patterns = [_name_pattern(name) for name in context.entities]
+    ranked = []
+    for candidate in candidates:
+        item = score_candidate(candidate, context, config, patterns)
+        _apply_scorers(item, scorers, scoring, broken, warnings, config.weights.superseded_factor)
+        ranked.append(item)
+    ranked.sort(key=order_key)
+    return ranked, warnings
+
+
+def score_candidate(
+    candidate: Candidate,
+    context: RankingContext,
+    config: PipelineConfig,
+    patterns: Sequence[tuple[str, re.Pattern[str]]],
+) -> RankedItem:
+    """The built-in signals and weighted score of one candidate (plugin scorers not included)."""
+    weights = config.weights
+    record = candidate.record
+    signals = {
+        "relevance": candidate.relevance,
+        "graph": candidate.inherited,
+        "recency": recency(record.created_at, context.now, config.recency_half_life_days),
+        "type_match": type_match(record, context.intent),
+        "entity": entity_overlap(record, patterns),
+        "importance": min(1.0, max(0.0, (record.importance - 1) / 4)),
+        "cross_reference": _cross_reference(candidate, context.total_lists),
+        "noise": noise(record.content),
+    }
+    recency_weight = weights.recency * (1.0 if _time_matters(context) else WEAK_RECENCY)
+    strong, weak = sorted((signals["relevance"], signals["graph"]), reverse=True)
+    score = weights.relevance * strong + weights.graph * weak
+    score += recency_weight * signals["recency"] + weights.type_match * signals["type_match"]
+    score += weights.entity * signals["entity"] + weights.importance * signals["importance"]
+    score += weights.cross_reference * signals["cross_reference"] - weights.noise * signals["noise"]
+    superseded = bool(record.superseded_by)
+    if superseded:
+        score *= weights.superseded_factor
+    item = RankedItem(
+        candidate,
+        score,
+        {k: round(v, 6) for k, v in signals.items()},
+        superseded=superseded,
+        superseded_by=list(record.superseded_by),
+    )
+    item.reasons = reasons_for(item, context, patterns)
+    return item
+
+
+def order_key(item: RankedItem) -> tuple[float, float, str]:
+    """Sort key: higher score, then newer, then id."""
+    return (-round(item.score, 9), -item.record.created_at.timestamp(), item.record.id)
+
+
+def recency(created_at: datetime, now: datetime, half_life_days: float) -> float:
+    """``0.5 ** (age / half-life)``; 1.0 for a memory created at ``now`` (or later)."""
+    age_days = max(0.0, (now - created_at).total_seconds() / 86400)
+    return math.pow(0.5, age_days / half_life_days) if half_life_days > 0 else 0.0
+
+
+def type_match(record: MemoryRecord, intent: Intent) -> float:
+    """How well the memory's category (and, for WHY, a stated reason) fits the intent."""
+    value = TYPE_MATCH.get(intent, {}).get(record.category, 0.0)
+    if intent == Intent.WHY and has_causal_cue(record.content):
+        value = 1.0
+    return value
+
+
+def entity_overlap(record: MemoryRecord, patterns: Sequence[tuple[str, re.Pattern[str]]]) -> float:
+    """Share of the question's entities the memory carries, is spoken by, or mentions."""
+    if not patterns:
+        return 0.0
+    return len(matched_entities(record, patterns)) / len(patterns)
+
+
+def matched_entities(record: MemoryRecord, patterns: Sequence[tuple[str, re.Pattern[str]]]) -> list[str]:
+    """The question's entities found in the memory (entities, source or text)."""
+    carried = {name.casefold() for name in record.entities} | {record.source.casefold()}
+    return [
+        name for name, pattern in patterns if name.casefold() in carried or pattern.search(record.content)
+    ]
+
+
+def noise(content: str) -> float:
+    """1.0 for a memory with no content words, falling to 0 at three distinct content words."""
+    distinct = len(set(tokenize(content)))
+    return max(0.0, (3 - distinct) / 3)
+
+
+def reasons_for(
+    item: RankedItem, context: RankingContext, patterns: Sequence[tuple[str, re.Pattern[str]]]
+) -> list[str]:
+    """Short human-readable reasons for the item's place."""
+    candidate, signals, reasons = item.candidate, item.signals, []
+    if candidate.ranks:
+        found = ", ".join(f"{key.split('#')[0]} #{rank}" for key, rank in sorted(candidate.ranks.items()))
+        reasons.append(f"matched the query ({found})")
+    if candidate.path:
+        reasons.append(path_reason(candidate))
+    names = matched_entities(item.record, patterns)
+    if names:
+        reasons.append("entity match: " + ", ".join(names))
+    if _time_matters(context) and signals["recency"] >= 0.5:
+        reasons.append("recent")
+    if signals["type_match"] >= 0.5:
+        reasons.append(f"type match: {item.record.category} for {context.intent.value}")
+    if signals["cross_reference"] > 0:
+        reasons.append(f"confirmed by {len(candidate.ranks)} retrieval lists")
+    if signals["noise"] >= 0.5:
+        reasons.append("little content")
+    if item.superseded:
+        reasons.append("superseded by " + ", ".join(item.record.superseded_by))
+    return reasons
+
+
+def path_reason(candidate: Candidate) -> str:
+    """``"2 hops from mem-000012 via causal, temporal"`` (or a causal chain phrase)."""
+    kinds = list(dict.fromkeys(step.edge_type.value for step in candidate.path))
+    hops = len(candidate.path)
+    if kinds == ["causal"]:
+        return f"causal chain from {candidate.seed_id} ({hops} hop{'s' if hops > 1 else ''})"
+    return f"{hops} hop{'s' if hops > 1 else ''} from {candidate.seed_id} via {', '.join(kinds)}"
+
+
+def _apply_scorers(
+    item: RankedItem,
+    scorers: Sequence[Scorer],
+    context: ScoringContext,
+    broken: set[str],
+    warnings: list[str],
+    superseded_factor: float,
+) -> None:
+    for scorer in scorers:
+        if scorer.name in broken:
+            continue
+        try:
+            value = min(1.0, max(0.0, float(scorer.score(context, item.record, dict(item.signals)))))
+        except Exception as exc:  # a faulty plugin must not break a query
+            broken.add(scorer.name)
+            warnings.append(f"scorer {scorer.name} failed ({type(exc).__name__}: {exc}); ignored")
+            continue
+        item.signals[scorer.name] = round(value, 6)
+        item.score += scorer.weight * value * (superseded_factor if item.superseded else 1.0)
+
+
+def _cross_reference(candidate: Candidate, total_lists: int) -> float:
+    if total_lists <= 1 or len(candidate.ranks) <= 1:
+        return 0.0
+    return min(1.0, (len(candidate.ranks) - 1) / (total_lists - 1))
+
+
+def _time_matters(context: RankingContext) -> bool:
+    return context.intent == Intent.WHEN or context.strategy == "episodic" or context.time_window is not None
+
+
+def _name_pattern(name: str) -> tuple[str, re.Pattern[str]]:
+    return name, re.compile(rf"(?<!\w){re.escape(name)}(?!\w)", re.IGNORECASE)

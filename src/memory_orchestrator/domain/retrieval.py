@@ -1,0 +1,246 @@
+"""Multi-channel retrieval: every subquery on every channel the backend offers, fused by RRF.
+
+Channels follow the backend's capabilities: ``recall`` (the backend's own ranking, with the planned
+intent when it takes one) and ``keyword``. They run concurrently, each under the stage timeout; a
+channel that fails or overruns becomes a warning and the others still count. Filters go to the
+backend when it can apply them and are always re-applied here, as is the "as of now" rule: a memory
+created after the question was asked is invisible.
+
+Relevance mixes two views of the lists: reciprocal-rank fusion (agreement across lists) and the
+best score a list gave relative to its own top hit (how strong the match is). Pure RRF alone is
+flat at the top (1/61 vs 1/70), which would let weak matches tie strong ones.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from memory_orchestrator.domain.candidates import Candidate
+from memory_orchestrator.domain.config import PipelineConfig
+from memory_orchestrator.ports import (
+    Capabilities,
+    Filters,
+    Hit,
+    Intent,
+    MemoryBackend,
+    MemoryRecord,
+    RecallQuery,
+    TimeRange,
+)
+
+#: Fusion weight of each channel: the backend's recall already mixes in recency and entity lists,
+#: so its order is a weaker relevance signal than plain keyword matching.
+CHANNEL_WEIGHTS = {"keyword": 1.0, "recall": 0.6}
+#: Fusion weight of a decomposed subquery relative to the whole question.
+SUBQUERY_WEIGHT = 0.6
+
+
+@dataclass(slots=True)
+class RetrievalOutcome:
+    """Fused candidates (best first) and everything the trace shows about how they were found."""
+
+    candidates: list[Candidate] = field(default_factory=list)
+    #: Each list as ``key -> [(memory id, channel score), ...]`` in channel order.
+    lists: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    #: Memories a channel returned that the request's filters or "as of" moment exclude.
+    filtered: list[tuple[str, str]] = field(default_factory=list)
+    channels_failed: int = 0
+    channels_run: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _ListSpec:
+    key: str
+    channel: str
+    subquery: int
+    weight: float
+    call: Callable[[], Awaitable[list[Hit]]]
+
+
+async def retrieve(
+    backend: MemoryBackend,
+    subqueries: Sequence[str],
+    *,
+    intent: Intent,
+    filters: Filters,
+    now: datetime,
+    config: PipelineConfig,
+) -> RetrievalOutcome:
+    """Run every subquery on every channel concurrently and fuse the lists (see module docstring)."""
+    capabilities = backend.capabilities
+    native = native_filters(filters, capabilities)
+    specs = _list_specs(backend, subqueries, intent, native, now, config)
+    outcome = RetrievalOutcome(channels_run=len(specs))
+    if not specs:
+        outcome.warnings.append(f"backend {backend.name} offers no retrieval channel")
+        return outcome
+    results = await asyncio.gather(*(_run_list(spec, config.stage_timeout_s) for spec in specs))
+    kept: list[tuple[_ListSpec, list[Hit]]] = []
+    for spec, (hits, warning) in zip(specs, results, strict=True):
+        if warning is not None:
+            outcome.warnings.append(warning)
+            outcome.channels_failed += 1
+            continue
+        visible = _visible_hits(hits, filters, now, outcome)
+        outcome.lists[spec.key] = [(hit.record.id, hit.score) for hit in visible]
+        kept.append((spec, visible))
+    outcome.candidates = fuse(kept, config.rrf_k)
+    return outcome
+
+
+async def retrieve_recent(
+    backend: MemoryBackend, *, filters: Filters, now: datetime, limit: int, config: PipelineConfig
+) -> RetrievalOutcome:
+    """The episodic channel: the newest memories within the filters, as of ``now``."""
+    outcome = RetrievalOutcome(channels_run=1)
+    native = native_filters(filters, backend.capabilities)
+    try:
+        records = await asyncio.wait_for(
+            backend.recent(limit=limit, filters=native, now=now), config.stage_timeout_s
+        )
+    except Exception as exc:  # any backend failure degrades to a warning on the read path
+        outcome.warnings.append(_failure("recent", exc))
+        outcome.channels_failed = 1
+        return outcome
+    hits = [Hit(record, 1.0 / (rank + 1), via="recency") for rank, record in enumerate(records)]
+    visible = _visible_hits(hits, filters, now, outcome)
+    outcome.lists["recent#0"] = [(hit.record.id, hit.score) for hit in visible]
+    spec = _ListSpec("recent#0", "recent", 0, 1.0, _no_call)
+    outcome.candidates = fuse([(spec, visible)], config.rrf_k)
+    return outcome
+
+
+def native_filters(filters: Filters, capabilities: Capabilities) -> Filters:
+    """The part of ``filters`` the backend can apply itself (the domain re-applies all of it)."""
+    return Filters(
+        categories=filters.categories if capabilities.category_filters else (),
+        sources=filters.sources if capabilities.source_filters else (),
+        entities=filters.entities if capabilities.entity_filters else (),
+        time_range=filters.time_range if capabilities.time_filters else None,
+    )
+
+
+def with_window(filters: Filters, window: TimeRange | None) -> Filters:
+    """``filters`` restricted further to ``window`` (the intersection with any existing range)."""
+    if window is None:
+        return filters
+    current = filters.time_range
+    if current is None:
+        return replace(filters, time_range=window)
+    starts = [moment for moment in (current.start, window.start) if moment is not None]
+    ends = [moment for moment in (current.end, window.end) if moment is not None]
+    return replace(
+        filters, time_range=TimeRange(max(starts) if starts else None, min(ends) if ends else None)
+    )
+
+
+def fuse(lists: Sequence[tuple[_ListSpec, list[Hit]]], rrf_k: int) -> list[Candidate]:
+    """Weighted reciprocal-rank fusion plus relative channel strength; candidates best first."""
+    pool: dict[str, Candidate] = {}
+    strength: dict[str, float] = {}
+    for spec, hits in lists:
+        top = max((hit.score for hit in hits), default=0.0)
+        for rank, hit in enumerate(hits, start=1):
+            candidate = pool.get(hit.record.id)
+            if candidate is None:
+                candidate = pool[hit.record.id] = Candidate(hit.record)
+            candidate.rrf += spec.weight / (rrf_k + rank)
+            candidate.ranks.setdefault(spec.key, rank)
+            candidate.channels.add(spec.channel)
+            candidate.subqueries.add(spec.subquery)
+            relative = hit.score / top if top > 0 else 1.0 / rank
+            strength[hit.record.id] = max(strength.get(hit.record.id, 0.0), spec.weight * relative)
+    best_rrf = max((candidate.rrf for candidate in pool.values()), default=0.0)
+    best_strength = max(strength.values(), default=0.0)
+    for memory_id, candidate in pool.items():
+        share_rrf = candidate.rrf / best_rrf if best_rrf > 0 else 0.0
+        share_strength = strength[memory_id] / best_strength if best_strength > 0 else 0.0
+        candidate.relevance = 0.5 * share_rrf + 0.5 * share_strength
+    return sorted(pool.values(), key=_fused_order)
+
+
+def _fused_order(candidate: Candidate) -> tuple[float, str]:
+    return (-candidate.relevance, candidate.memory_id)
+
+
+def _list_specs(
+    backend: MemoryBackend,
+    subqueries: Sequence[str],
+    intent: Intent,
+    native: Filters,
+    now: datetime,
+    config: PipelineConfig,
+) -> list[_ListSpec]:
+    capabilities = backend.capabilities
+    limit = config.candidates_per_channel
+    specs: list[_ListSpec] = []
+    for index, text in enumerate(subqueries):
+        weight = 1.0 if index == 0 else SUBQUERY_WEIGHT
+        if capabilities.keyword_search:
+            call = _keyword_call(backend, text, limit, native, now)
+            weight_keyword = weight * CHANNEL_WEIGHTS["keyword"]
+            specs.append(_ListSpec(f"keyword#{index}", "keyword", index, weight_keyword, call))
+        if capabilities.native_recall:
+            query = RecallQuery(
+                text=text,
+                limit=limit,
+                intent=intent if capabilities.intent_recall else None,
+                filters=native,
+                now=now,
+            )
+            weight_recall = weight * CHANNEL_WEIGHTS["recall"]
+            specs.append(
+                _ListSpec(f"recall#{index}", "recall", index, weight_recall, _recall_call(backend, query))
+            )
+    return specs
+
+
+def _keyword_call(
+    backend: MemoryBackend, text: str, limit: int, native: Filters, now: datetime
+) -> Callable[[], Awaitable[list[Hit]]]:
+    return lambda: backend.search(text, limit=limit, filters=native, now=now)
+
+
+def _recall_call(backend: MemoryBackend, query: RecallQuery) -> Callable[[], Awaitable[list[Hit]]]:
+    return lambda: backend.recall(query)
+
+
+async def _no_call() -> list[Hit]:
+    return []
+
+
+async def _run_list(spec: _ListSpec, limit_s: float) -> tuple[list[Hit], str | None]:
+    try:
+        return await asyncio.wait_for(spec.call(), limit_s), None
+    except Exception as exc:  # any backend failure degrades to a warning on the read path
+        return [], _failure(spec.key, exc)
+
+
+def _failure(key: str, exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        return f"channel {key} timed out; results without it"
+    return f"channel {key} failed ({type(exc).__name__}: {exc}); results without it"
+
+
+def _visible_hits(hits: list[Hit], filters: Filters, now: datetime, outcome: RetrievalOutcome) -> list[Hit]:
+    visible: list[Hit] = []
+    for hit in hits:
+        reason = exclusion(hit.record, filters, now)
+        if reason is None:
+            visible.append(hit)
+        else:
+            outcome.filtered.append((hit.record.id, reason))
+    return visible
+
+
+def exclusion(record: MemoryRecord, filters: Filters, now: datetime) -> str | None:
+    """Why ``record`` may not be shown for this request (``None`` when it may)."""
+    if record.created_at > now:
+        return "filtered: created after the request's now"
+    if not filters.admits(record):
+        return "filtered: outside the request filters"
+    return None

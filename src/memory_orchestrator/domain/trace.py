@@ -1,0 +1,133 @@
+"""Traces: everything a request went through, kept so it can be explained and replayed by id.
+
+A :class:`Trace` collects the request, the plan, the candidates of every stage with their scores,
+the expansion decisions, the ranking breakdowns, every drop with its reason (duplicate, budget,
+superseded, filtered, below threshold), timings per stage and warnings. ``to_dict()`` is JSON-safe.
+:class:`InProcessTraceStore` is the bounded store used when no ``TraceStore`` port is given.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
+
+from memory_orchestrator.domain.results import QueryPlan
+from memory_orchestrator.ports import format_timestamp
+
+#: Entries kept per stage list at ``basic`` verbosity (``full`` keeps everything).
+BASIC_LIST_LIMIT = 50
+
+
+def new_trace_id() -> str:
+    """A fresh, unguessable trace id (``tr-`` + 16 hex digits)."""
+    return f"tr-{uuid.uuid4().hex[:16]}"
+
+
+class Trace:
+    """The record of one request (see the module docstring)."""
+
+    def __init__(
+        self,
+        operation: str,
+        request: Mapping[str, Any],
+        *,
+        created_at: datetime,
+        verbosity: str = "basic",
+        trace_id: str | None = None,
+    ) -> None:
+        self.trace_id = trace_id or new_trace_id()
+        self.operation = operation
+        self.request = dict(request)
+        self.created_at = created_at
+        self.verbosity = verbosity
+        self.plan: dict[str, Any] | None = None
+        self.stages: dict[str, dict[str, Any]] = {}
+        self.timings_ms: dict[str, float] = {}
+        self.drops: list[dict[str, str]] = []
+        self.warnings: list[str] = []
+        self.result_ids: list[str] = []
+
+    def set_plan(self, plan: QueryPlan) -> None:
+        """Record the plan (with its rewrites: canonical query and subqueries)."""
+        self.plan = plan.to_dict()
+
+    @contextmanager
+    def timed(self, stage: str) -> Iterator[None]:
+        """Measure the wall time of ``stage`` (accumulated when entered twice)."""
+        started = time.perf_counter()
+        try:
+            yield
+        finally:
+            elapsed = (time.perf_counter() - started) * 1000
+            self.timings_ms[stage] = round(self.timings_ms.get(stage, 0.0) + elapsed, 3)
+
+    def record(self, stage: str, **details: Any) -> None:
+        """Attach details (candidates, decisions, counts) to ``stage``; lists are capped when basic."""
+        entry = self.stages.setdefault(stage, {})
+        for key, value in details.items():
+            entry[key] = self._capped(value)
+
+    def drop(self, memory_id: str, reason: str, stage: str) -> None:
+        """Record that ``memory_id`` left the pipeline at ``stage`` and why."""
+        self.drops.append({"memory_id": memory_id, "reason": reason, "stage": stage})
+
+    def warn(self, message: str) -> None:
+        """Record a warning (each distinct message once)."""
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-safe trace document."""
+        return {
+            "trace_id": self.trace_id,
+            "operation": self.operation,
+            "created_at": format_timestamp(self.created_at),
+            "request": self.request,
+            "plan": self.plan,
+            "stages": self.stages,
+            "drops": self._capped(self.drops),
+            "timings_ms": dict(self.timings_ms),
+            "warnings": list(self.warnings),
+            "result_ids": list(self.result_ids),
+        }
+
+    def _capped(self, value: Any) -> Any:
+        if self.verbosity != "full" and isinstance(value, list) and len(value) > BASIC_LIST_LIMIT:
+            return [*value[:BASIC_LIST_LIMIT], {"omitted": len(value) - BASIC_LIST_LIMIT}]
+        return value
+
+
+class InProcessTraceStore:
+    """A bounded in-memory ``TraceStore``: the oldest traces go past ``retention``."""
+
+    def __init__(self, retention: int = 1000) -> None:
+        self.retention = max(1, retention)
+        self._documents: OrderedDict[str, tuple[datetime, Mapping[str, Any]]] = OrderedDict()
+
+    async def open(self) -> None:
+        """Nothing to open."""
+
+    async def aclose(self) -> None:
+        """Nothing to release."""
+
+    async def save(self, trace_id: str, created_at: datetime, document: Mapping[str, Any]) -> None:
+        """Keep ``document``; prune the oldest beyond the retention."""
+        self._documents.pop(trace_id, None)
+        self._documents[trace_id] = (created_at, document)
+        while len(self._documents) > self.retention:
+            self._documents.popitem(last=False)
+
+    async def load(self, trace_id: str) -> Mapping[str, Any] | None:
+        """The document, or ``None`` when unknown or pruned."""
+        entry = self._documents.get(trace_id)
+        return None if entry is None else entry[1]
+
+    async def recent(self, *, limit: int = 20) -> list[tuple[str, datetime]]:
+        """Newest first."""
+        newest = list(reversed(self._documents.items()))[:limit]
+        return [(trace_id, created_at) for trace_id, (created_at, _) in newest]

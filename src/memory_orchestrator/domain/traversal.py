@@ -1,0 +1,221 @@
+"""Graph expansion: an intent-weighted beam search over ``backend.neighbors()``.
+
+Each hop makes ONE ``neighbors()`` call for the whole frontier. A neighbour inherits a decayed share
+of its parent's relevance: ``parent share * relative intent weight of the edge type * edge weight *
+hop_decay``, further divided among siblings (the j-th strongest neighbour of a node gets
+``1 / (1 + sibling_decay * j)``). So expansion adds the neighbours of strong hits with a score below
+their seed's, never a weak memory on its own lexical merit. A hub guard keeps at most ``max_fanout``
+neighbours per node and records what was cut; hops, beam width and a visit cap bound the walk, and
+the stage timeout stops it with what was found so far.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from memory_orchestrator.domain.candidates import Candidate
+from memory_orchestrator.domain.config import PipelineConfig
+from memory_orchestrator.domain.results import PathStep
+from memory_orchestrator.domain.retrieval import exclusion, native_filters
+from memory_orchestrator.ports import EdgeType, Filters, Intent, MemoryBackend, Neighbor
+
+
+@dataclass(slots=True)
+class ExpansionOutcome:
+    """What the walk reached, and every decision it took (for the trace)."""
+
+    #: Candidates first reached by expansion (memories already in the pool are updated in place).
+    added: list[Candidate] = field(default_factory=list)
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+    #: ``(memory id, reason)`` for neighbours left out (hub guard, filters, below threshold).
+    dropped: list[tuple[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    neighbor_calls: int = 0
+
+
+@dataclass(slots=True)
+class _State:
+    # One way of reaching a memory: the walk's own path, not the candidate's best one so far.
+    candidate: Candidate
+    share: float
+    proximity: float = 1.0
+    seed_id: str = ""
+    path: tuple[PathStep, ...] = ()
+
+
+def relative_edge_weights(
+    edge_weights: Mapping[Intent, Mapping[EdgeType, float]],
+    intent: Intent,
+    allowed: Collection[EdgeType],
+    requested: Collection[EdgeType] | None = None,
+) -> dict[EdgeType, float]:
+    """The intent's weight of each followed edge type divided by its strongest (0 types are dropped)."""
+    row = edge_weights.get(intent, {})
+    followed = {
+        kind: weight
+        for kind, weight in row.items()
+        if weight > 0 and kind in allowed and (requested is None or kind in requested)
+    }
+    strongest = max(followed.values(), default=0.0)
+    return {kind: weight / strongest for kind, weight in followed.items()} if strongest > 0 else {}
+
+
+async def expand(
+    backend: MemoryBackend,
+    seeds: Sequence[Candidate],
+    pool: dict[str, Candidate],
+    *,
+    weights: Mapping[EdgeType, float],
+    hops: int,
+    filters: Filters,
+    now: datetime,
+    config: PipelineConfig,
+) -> ExpansionOutcome:
+    """Walk ``hops`` hops from ``seeds`` (best first); new memories are added to ``pool``."""
+    outcome = ExpansionOutcome()
+    limits = config.expansion
+    beam = [
+        _State(seed, seed.relevance, seed_id=seed.memory_id)
+        for seed in seeds
+        if seed.relevance >= limits.min_seed_relevance and seed.relevance > 0
+    ][: limits.beam_width]
+    if not beam or hops <= 0 or not weights:
+        return outcome
+    visited = {state.candidate.memory_id for state in beam} | set(pool)
+    deadline = time.monotonic() + config.stage_timeout_s
+    native = native_filters(filters, backend.capabilities)
+    for hop in range(1, hops + 1):
+        frontier = [state.candidate.memory_id for state in beam]
+        neighbours = await _one_hop(backend, frontier, weights, native, deadline, config, outcome, hop)
+        if neighbours is None:
+            break
+        reached = _extend(beam, neighbours, pool, weights, filters, now, config, outcome, hop)
+        beam = sorted(reached, key=lambda state: (-state.share, state.candidate.memory_id))
+        beam = [state for state in beam if state.candidate.memory_id not in visited][: limits.beam_width]
+        visited.update(state.candidate.memory_id for state in reached)
+        if not beam or len(visited) >= limits.max_visited:
+            break
+    return outcome
+
+
+async def _one_hop(
+    backend: MemoryBackend,
+    frontier: list[str],
+    weights: Mapping[EdgeType, float],
+    native: Filters,
+    deadline: float,
+    config: PipelineConfig,
+    outcome: ExpansionOutcome,
+    hop: int,
+) -> list[Neighbor] | None:
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        outcome.warnings.append(f"expansion stopped before hop {hop}: stage time limit reached")
+        return None
+    limits = config.expansion
+    limit = min(limits.max_visited, max(1, len(frontier) * limits.max_fanout * len(weights)))
+    outcome.neighbor_calls += 1
+    try:
+        return await asyncio.wait_for(
+            backend.neighbors(frontier, edge_types=tuple(weights), hops=1, limit=limit, filters=native),
+            remaining,
+        )
+    except Exception as exc:  # expansion failure degrades to the direct results
+        kind = "timed out" if isinstance(exc, TimeoutError) else f"failed ({type(exc).__name__}: {exc})"
+        outcome.warnings.append(f"expansion hop {hop} {kind}; results without further expansion")
+        return None
+
+
+def _extend(
+    beam: list[_State],
+    neighbours: list[Neighbor],
+    pool: dict[str, Candidate],
+    weights: Mapping[EdgeType, float],
+    filters: Filters,
+    now: datetime,
+    config: PipelineConfig,
+    outcome: ExpansionOutcome,
+    hop: int,
+) -> list[_State]:
+    limits = config.expansion
+    parents = {state.candidate.memory_id: state for state in beam}
+    by_parent: dict[str, dict[str, Neighbor]] = {}
+    for neighbour in neighbours:
+        if neighbour.from_id not in parents:
+            continue
+        strength = weights.get(neighbour.edge.type, 0.0) * _clamp(neighbour.edge.weight)
+        group = by_parent.setdefault(neighbour.from_id, {})
+        current = group.get(neighbour.record.id)
+        # A memory linked by several edge types counts once, over its strongest one.
+        if current is None or strength > weights.get(current.edge.type, 0.0) * _clamp(current.edge.weight):
+            group[neighbour.record.id] = neighbour
+    reached: dict[str, _State] = {}
+    decision: dict[str, Any] = {"hop": hop, "frontier": list(parents), "reached": 0, "cut": {}}
+    for parent_id, group in by_parent.items():
+        ordered = sorted(group.values(), key=lambda item: _strength_order(item, weights))
+        if len(ordered) > limits.max_fanout:
+            cut = ordered[limits.max_fanout :]
+            decision["cut"][parent_id] = [item.record.id for item in cut]
+            outcome.dropped.extend(
+                (item.record.id, f"hub guard: fan-out of {parent_id} capped at {limits.max_fanout}")
+                for item in cut
+            )
+        for rank, neighbour in enumerate(ordered[: limits.max_fanout]):
+            state = _reach(parents[parent_id], neighbour, rank, pool, weights, filters, now, config, outcome)
+            if state is None:
+                continue
+            previous = reached.get(neighbour.record.id)
+            if previous is None or state.share > previous.share:
+                reached[neighbour.record.id] = state
+    decision["reached"] = len(reached)
+    outcome.decisions.append(decision)
+    return list(reached.values())
+
+
+def _reach(
+    parent: _State,
+    neighbour: Neighbor,
+    rank: int,
+    pool: dict[str, Candidate],
+    weights: Mapping[EdgeType, float],
+    filters: Filters,
+    now: datetime,
+    config: PipelineConfig,
+    outcome: ExpansionOutcome,
+) -> _State | None:
+    limits = config.expansion
+    record = neighbour.record
+    reason = exclusion(record, filters, now)
+    if reason is not None:
+        outcome.dropped.append((record.id, reason))
+        return None
+    factor = weights[neighbour.edge.type] * _clamp(neighbour.edge.weight) * limits.hop_decay
+    factor /= 1.0 + limits.sibling_decay * rank
+    share = parent.share * factor
+    if share < limits.min_path_score:
+        outcome.dropped.append((record.id, f"below threshold: path score {share:.3f}"))
+        return None
+    step = PathStep(parent.candidate.memory_id, record.id, neighbour.edge.type, neighbour.edge.weight)
+    state = _State(pool.get(record.id) or Candidate(record), share, parent.proximity * factor)
+    state.seed_id, state.path = parent.seed_id, (*parent.path, step)
+    candidate = state.candidate
+    if record.id not in pool:
+        pool[record.id] = candidate
+        outcome.added.append(candidate)
+    if share > candidate.inherited:
+        candidate.inherited, candidate.proximity = share, state.proximity
+        candidate.seed_id, candidate.path = state.seed_id, state.path
+    return state
+
+
+def _strength_order(item: Neighbor, weights: Mapping[EdgeType, float]) -> tuple[float, str]:
+    return (-weights.get(item.edge.type, 0.0) * _clamp(item.edge.weight), item.record.id)
+
+
+def _clamp(value: float) -> float:
+    return min(1.0, max(0.0, value))
