@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from memory_orchestrator.entrypoints import cli_admin, cli_pipeline, cli_store
+from memory_orchestrator.entrypoints import cli_admin, cli_demo, cli_pipeline, cli_store
 from memory_orchestrator.entrypoints.cli_state import CliState
 
 app = typer.Typer(
@@ -60,6 +60,7 @@ def _mount_optional(module_name: str, attribute: str, command: str, *, group: bo
 cli_store.register(app)
 cli_pipeline.register(app)
 cli_admin.register(app)
+cli_demo.register(app)
 _mount_optional("cli_eval", "app", "eval", group=True)
 _mount_optional("cli_eval", "bench", "bench", group=False)
 _mount_optional("cli_serve", "serve", "serve", group=False)

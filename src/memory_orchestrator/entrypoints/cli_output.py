@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -18,7 +20,9 @@ from memory_orchestrator.ports import (
     format_timestamp,
 )
 
-console = Console(highlight=False, soft_wrap=False)
+#: Piped output is not squeezed to 80 columns (rich's default off a terminal); $COLUMNS still wins.
+_WIDTH = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160
+console = Console(highlight=False, soft_wrap=False, width=_WIDTH)
 
 
 def shorten(text: str, width: int = 90) -> str:
@@ -96,7 +100,8 @@ def table(title: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> 
     """A rich table with plain-text cells (user text is never read as markup)."""
     grid = Table(title=title, title_justify="left", show_lines=False)
     for column in columns:
-        grid.add_column(column, overflow="fold")
+        # Ids must stay copy-pasteable: never wrapped.
+        grid.add_column(column, overflow="fold", no_wrap=column in {"id", "#", "score"})
     for row in rows:
         grid.add_row(*(Text(str(cell)) for cell in row))
     return grid

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
@@ -34,6 +33,7 @@ from memory_orchestrator.entrypoints.cli_state import (
     run,
     settings_of,
 )
+from memory_orchestrator.entrypoints.cli_trace_view import show_trace
 from memory_orchestrator.ports import Edge, EdgeType, Intent, NewMemory
 
 trace_app = typer.Typer(help="Show or replay stored traces.", no_args_is_help=True)
@@ -292,29 +292,6 @@ def show_items(items: Any, title: str) -> None:
         for rank, item in enumerate(items, start=1)
     ]
     out.console.print(out.table(title, ("#", "id", "score", "content", "why"), rows))
-
-
-def show_trace(document: dict[str, Any]) -> None:
-    """Print a trace document: its plan, then each stage's size and time, then warnings."""
-    out.console.print(Text(f"trace {document.get('trace_id', '?')}"))
-    plan = document.get("plan")
-    if plan:
-        out.console.print(Text("plan: " + json.dumps(plan, ensure_ascii=False)))
-    stages = document.get("stages") or []
-    rows = [_stage_row(stage) for stage in stages if isinstance(stage, dict)]
-    if rows:
-        out.console.print(out.table("stages", ("stage", "candidates", "ms", "notes"), rows))
-    for drop in (document.get("drops") or [])[:20]:
-        out.console.print(Text(f"dropped: {json.dumps(drop, ensure_ascii=False)}"))
-    show_warnings(document.get("warnings") or ())
-
-
-def _stage_row(stage: dict[str, Any]) -> tuple[str, str, str, str]:
-    candidates = stage.get("candidates")
-    count = str(len(candidates)) if isinstance(candidates, list) else str(candidates or "")
-    millis = stage.get("ms", stage.get("duration_ms", ""))
-    notes = stage.get("note", stage.get("notes", ""))
-    return (str(stage.get("name", stage.get("stage", "?"))), count, str(millis), str(notes))
 
 
 def show_warnings(warnings: Any) -> None:
