@@ -95,9 +95,12 @@ def launcher_is_built() -> bool:
     """True when the compiled launcher and its classpath are newer than the sources."""
     if not (COMPILED_CLASS.exists() and CLASSPATH_FILE.exists()):
         return False
-    built = min(COMPILED_CLASS.stat().st_mtime, CLASSPATH_FILE.stat().st_mtime)
-    sources = max((LAUNCHER_DIR / "pom.xml").stat().st_mtime, LAUNCHER_SOURCE.stat().st_mtime)
-    return built >= sources
+    # Maven leaves an unchanged classpath file alone, so each output is compared with its own input.
+    pom = (LAUNCHER_DIR / "pom.xml").stat().st_mtime
+    return (
+        COMPILED_CLASS.stat().st_mtime >= max(LAUNCHER_SOURCE.stat().st_mtime, pom)
+        and CLASSPATH_FILE.stat().st_mtime >= pom
+    )
 
 
 def build_launcher(mvn: str) -> None:
