@@ -1,0 +1,272 @@
+"""``orchestrator eval`` (retrieval quality on eval-format datasets and LoCoMo) and ``orchestrator bench``.
+
+The CLI mounts ``app`` as the ``eval`` group and ``bench`` as a command. Backends are built through the
+plugin registry, each store in a fresh place: a temporary SQLite file, a new in-memory instance, or a
+new store namespace (Neo4j).
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from memory_orchestrator.entrypoints.bootstrap import build_plugins, build_scorers
+from memory_orchestrator.entrypoints.cli_state import guarded, print_json, run, settings_of, state_of
+from memory_orchestrator.entrypoints.settings import Settings
+from memory_orchestrator.evaluation.bench import BenchConfig, run_bench
+from memory_orchestrator.evaluation.bench_report import write_bench_report
+from memory_orchestrator.evaluation.datasets import Dataset, load_dataset
+from memory_orchestrator.evaluation.locomo import import_locomo
+from memory_orchestrator.evaluation.reports import RichProgress, write_eval_report
+from memory_orchestrator.evaluation.runner import MODES, BackendMaker, EvalConfig, run_evaluation
+from memory_orchestrator.plugins.manager import PluginManager
+from memory_orchestrator.ports import InvalidRequest, MemoryBackend
+
+app = typer.Typer(
+    name="eval",
+    help="Measure retrieval quality: raw backend vs orchestrated vs expanded vs packed context, plus BM25.",
+    invoke_without_command=True,
+    no_args_is_help=False,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console(stderr=True)
+
+_UNAVAILABLE = {
+    "mnemon": "the Mnemon binary cannot be installed on this machine (no linux build reachable), so no "
+    "plugin registers it",
+}
+
+
+def parse_ints(text: str, option: str) -> tuple[int, ...]:
+    """``"5,10,25"`` -> ``(5, 10, 25)``; anything else is an InvalidRequest naming the option."""
+    try:
+        values = tuple(int(part) for part in text.split(",") if part.strip())
+    except ValueError as exc:
+        raise InvalidRequest(f"{option}: expected comma-separated integers, got {text!r}") from exc
+    if not values or any(value <= 0 for value in values):
+        raise InvalidRequest(f"{option}: expected positive integers, got {text!r}")
+    return tuple(sorted(set(values)))
+
+
+def parse_modes(text: str) -> tuple[str, ...]:
+    """``all`` or a comma list of modes, in canonical order."""
+    wanted = {part.strip() for part in text.split(",") if part.strip()}
+    if "all" in wanted:
+        return MODES
+    unknown = sorted(wanted - set(MODES))
+    if unknown or not wanted:
+        raise InvalidRequest(
+            f"--mode: unknown {', '.join(unknown) or 'mode'}; choose from {', '.join(MODES)}, all"
+        )
+    return tuple(mode for mode in MODES if mode in wanted)
+
+
+def check_backend(plugins: PluginManager, name: str) -> None:
+    """Refuse a backend no plugin registers, saying why when we know."""
+    if name in plugins.backends:
+        return
+    available = ", ".join(sorted(plugins.backends)) or "none"
+    reason = _UNAVAILABLE.get(name, "no installed plugin registers it")
+    raise InvalidRequest(f"backend {name!r} is not available: {reason} (available: {available})")
+
+
+def _store_name(*parts: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", "-".join(parts))[:64]
+
+
+def backend_maker(settings: Settings, plugins: PluginManager, name: str, workdir: Path) -> BackendMaker:
+    """A factory of fresh backends, one per store, built by the backend's registered plugin."""
+    run_id = uuid.uuid4().hex[:8]
+
+    def make(store: str) -> MemoryBackend:
+        options: dict[str, Any] = settings.backend_options(name)
+        if name == "sqlite":
+            options["path"] = str(workdir / f"{_store_name(store)}.db")
+        elif name != "memory":
+            options["store"] = _store_name("eval", run_id, store)
+        return plugins.create_backend(name, options)
+
+    return make
+
+
+@contextmanager
+def _workdir() -> Iterator[Path]:
+    # fresh stores (SQLite files, converted LoCoMo) live only for the run
+    with tempfile.TemporaryDirectory(prefix="orchestrator-eval-") as folder:
+        yield Path(folder)
+
+
+def _load(dataset: Path, corpus: Path | None, workdir: Path) -> list[Dataset]:
+    if dataset.is_file() and dataset.suffix == ".json":
+        # a LoCoMo file: converted on the fly, never stored beside the package
+        report = import_locomo(dataset, workdir / "locomo")
+        console.print(
+            f"LoCoMo: {report.memories} turns, {report.queries} questions, "
+            f"{report.repaired_ids} evidence ids repaired, {report.dropped_ids} dropped, "
+            f"{report.skipped_questions} questions skipped"
+        )
+        return load_dataset(workdir / "locomo")
+    return load_dataset(dataset, corpus=corpus)
+
+
+def _headline_table(summary: dict[str, Any], ks: tuple[int, ...]) -> Table:
+    headline = summary["headline"]
+    table = Table(title=f"{summary['meta']['dataset']}: {headline['set']} ({headline['queries']} queries)")
+    table.add_column("mode")
+    for k in ks:
+        table.add_column(f"R@{k}", justify="right")
+    for k in ks:
+        table.add_column(f"nDCG@{k}", justify="right")
+    table.add_column("MRR", justify="right")
+    for mode, values in headline["modes"].items():
+        cells = [f"{100 * values.get(f'recall@{k}', 0.0):.1f}" for k in ks]
+        cells += [f"{100 * values.get(f'ndcg@{k}', 0.0):.1f}" for k in ks]
+        table.add_row(mode, *cells, f"{values.get('mrr', 0.0):.3f}")
+    return table
+
+
+@app.callback()
+def evaluate(
+    ctx: typer.Context,
+    dataset: Annotated[
+        Path | None,
+        typer.Option(
+            "--dataset",
+            "-d",
+            help="queries.jsonl, a dataset folder (one store or several), or a LoCoMo .json.",
+        ),
+    ] = None,
+    corpus: Annotated[
+        Path | None, typer.Option(help="memories.jsonl when --dataset is a queries file.")
+    ] = None,
+    backend: Annotated[str | None, typer.Option("--backend", "-b", help="sqlite, memory, neo4j ...")] = None,
+    mode: Annotated[
+        str, typer.Option(help="raw, orchestrated, expanded, context (comma list) or all.")
+    ] = "all",
+    k: Annotated[str, typer.Option("--k", help="Cut-offs, comma separated.")] = "5,10,25",
+    budget_tokens: Annotated[int, typer.Option(help="Token budget of the packed context.")] = 1500,
+    limit: Annotated[int | None, typer.Option(help="Only the first N queries of each store.")] = None,
+    out: Annotated[
+        Path | None, typer.Option(help="Report folder (default eval/reports/<dataset>-<backend>).")
+    ] = None,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar on stderr.")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the whole summary as JSON.")] = False,
+) -> None:
+    """Evaluate retrieval on a dataset: every store in a fresh backend, every query in every mode."""
+    if ctx.invoked_subcommand is not None:
+        return
+    if dataset is None:
+        raise typer.BadParameter("--dataset is required (or use a subcommand such as import-locomo)")
+    name = backend or state_of(ctx).backend or "sqlite"
+    ks = guarded(lambda: parse_ints(k, "--k"))
+    modes = guarded(lambda: parse_modes(mode))
+
+    async def action() -> dict[str, Any]:
+        settings = settings_of(ctx)
+        plugins = build_plugins(settings)
+        check_backend(plugins, name)
+        config = EvalConfig(
+            backend=name, modes=modes, ks=ks, budget_tokens=budget_tokens, query_limit=limit,
+            pipeline=settings.pipeline_config(),
+        )  # fmt: skip
+        label = dataset.stem if dataset.is_file() else dataset.name
+        target = out or Path("eval") / "reports" / f"{label}-{name}"
+        with _workdir() as workdir, RichProgress(console=console, enabled=progress) as bar:
+            stores = _load(dataset, corpus, workdir)
+            maker = backend_maker(settings, plugins, name, workdir)
+            scorers = build_scorers(settings, plugins)
+            result = await run_evaluation(stores, maker, config, label=label, scorers=scorers, progress=bar)
+        return write_eval_report(result, target)
+
+    summary = run(action)
+    if as_json:
+        print_json(summary)
+        return
+    Console().print(_headline_table(summary, ks))
+    console.print(f"report: {summary['files']['markdown']}")
+
+
+@app.command("import-locomo")
+def import_locomo_command(
+    source: Annotated[Path, typer.Argument(help="LoCoMo JSON (e.g. locomo10.json).")],
+    out: Annotated[Path, typer.Option(help="Folder to write one eval-format store per conversation into.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the conversion counts as JSON.")] = False,
+) -> None:
+    """Convert LoCoMo into the eval format (CC BY-NC data: convert locally, do not redistribute)."""
+    report = guarded(lambda: import_locomo(source, out))
+    if as_json:
+        print_json(report.to_dict())
+        return
+    typer.echo(
+        f"{len(report.conversations)} conversations -> {out}: {report.memories} memories, {report.queries} "
+        f"queries; evidence ids repaired {report.repaired_ids}, dropped {report.dropped_ids}; questions "
+        f"skipped (no evidence left) {report.skipped_questions}"
+    )
+
+
+def bench(
+    ctx: typer.Context,
+    backend: Annotated[str | None, typer.Option("--backend", "-b", help="Backend to measure.")] = None,
+    sizes: Annotated[str, typer.Option(help="Corpus sizes, comma separated.")] = "1000,10000",
+    queries: Annotated[int, typer.Option(help="Timed queries per size.")] = 100,
+    writes: Annotated[int, typer.Option(help="Timed writes per size.")] = 50,
+    seed: Annotated[int, typer.Option(help="Seed of the synthetic corpora.")] = 7,
+    out: Annotated[
+        Path | None, typer.Option(help="Report folder (default eval/reports/bench-<backend>).")
+    ] = None,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar on stderr.")] = True,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the whole result as JSON.")] = False,
+) -> None:
+    """Benchmark search/context/write latency, orchestrator overhead, RSS and ingest on synthetic data."""
+    name = backend or state_of(ctx).backend or "sqlite"
+    size_list = guarded(lambda: parse_ints(sizes, "--sizes"))
+
+    async def action() -> dict[str, Any]:
+        settings = settings_of(ctx)
+        plugins = build_plugins(settings)
+        check_backend(plugins, name)
+        config = BenchConfig(
+            backend=name, sizes=size_list, queries=queries, writes=writes, seed=seed,
+            pipeline=settings.pipeline_config(),
+        )  # fmt: skip
+        with _workdir() as workdir, RichProgress(console=console, enabled=progress) as bar:
+            document = await run_bench(config, backend_maker(settings, plugins, name, workdir), progress=bar)
+        paths = write_bench_report(document, out or Path("eval") / "reports" / f"bench-{name}")
+        document["files"] = {key: str(path) for key, path in paths.items()}
+        return document
+
+    document = run(action)
+    if as_json:
+        print_json(document)
+        return
+    table = Table(title=f"bench: {name}")
+    for column in (
+        "size",
+        "search p50/p95 ms",
+        "context p50/p95 ms",
+        "write p50/p95 ms",
+        "ingest/s",
+        "RSS MiB",
+    ):
+        table.add_column(column, justify="right")
+    for row in document["sizes"]:
+        latency = row["latency_ms"]
+        cells = [
+            f"{latency[op]['p50']:.1f} / {latency[op]['p95']:.1f}"
+            for op in ("memory_search", "memory_context", "memory_write")
+        ]
+        table.add_row(
+            str(row["size"]), *cells, f"{row['ingest']['memories_per_s']:.0f}", f"{row['peak_rss_mb']:.0f}"
+        )
+    Console().print(table)
+    console.print(f"report: {document['files']['markdown']}")

@@ -1,0 +1,249 @@
+"""Benchmarks on seeded synthetic corpora: latency of the orchestrator's operations and its overhead.
+
+For each corpus size: ingest throughput; p50/p95 of ``memory_search`` (``Orchestrator.search`` without
+expansion), ``memory_context`` (expanded, 2 hops, packed) and ``memory_write`` (``Orchestrator.write``);
+the raw backend ``recall`` for comparison; the orchestrator's own overhead (wall time of a call minus
+the time during which at least one backend call was in flight); peak RSS of the process.
+"""
+
+from __future__ import annotations
+
+import resource
+import sys
+import time
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from memory_orchestrator.domain.config import PipelineConfig
+from memory_orchestrator.domain.orchestrator import Orchestrator
+from memory_orchestrator.domain.requests import (
+    Budget,
+    ContextRequest,
+    PlanOverrides,
+    SearchRequest,
+    WriteRequest,
+)
+from memory_orchestrator.evaluation.datasets import Dataset, ingest, to_new_memory
+from memory_orchestrator.evaluation.metrics import Judgement, mean, percentile, recall_at_k
+from memory_orchestrator.evaluation.runner import BackendMaker, RunProgress, SilentProgress
+from memory_orchestrator.evaluation.summary import json_safe, versions
+from memory_orchestrator.evaluation.synthetic import new_memories, synthetic_dataset
+from memory_orchestrator.ports import InvalidRequest, MemoryBackend, OrchestratorError, RecallQuery
+
+OPERATIONS = ("raw_recall", "memory_search", "memory_context", "memory_write")
+
+
+@dataclass(frozen=True, slots=True)
+class BenchConfig:
+    """What one benchmark run measures."""
+
+    backend: str = "sqlite"
+    sizes: tuple[int, ...] = (1000, 10000)
+    queries: int = 100
+    writes: int = 50
+    warmup: int = 3
+    seed: int = 7
+    top_k: int = 10
+    pipeline: PipelineConfig = field(default_factory=PipelineConfig)
+
+    def __post_init__(self) -> None:
+        if not self.sizes or any(size <= 0 for size in self.sizes):
+            raise InvalidRequest("--sizes must be positive integers, e.g. 1000,10000")
+        if self.queries <= 0 or self.writes < 0:
+            raise InvalidRequest("--queries must be positive and --writes not negative")
+
+
+class TimedBackend:
+    """Wraps a backend and measures the wall time during which any of its calls is in flight.
+
+    Overlapping calls (the orchestrator runs channels concurrently) count once, so ``busy_s`` never
+    exceeds the wall time of the surrounding operation.
+    """
+
+    def __init__(self, backend: MemoryBackend) -> None:
+        self._backend = backend
+        self._in_flight = 0
+        self._since = 0.0
+        self.busy_s = 0.0
+        self.calls = 0
+
+    def reset(self) -> None:
+        """Start a new measurement."""
+        self.busy_s = 0.0
+        self.calls = 0
+
+    def __getattr__(self, name: str) -> Any:
+        target = getattr(self._backend, name)
+        if name.startswith("_") or name in {"open", "aclose"} or not callable(target):
+            return target
+
+        async def timed(*args: Any, **kwargs: Any) -> Any:
+            self._enter()
+            try:
+                return await target(*args, **kwargs)
+            finally:
+                self._leave()
+
+        return timed
+
+    def _enter(self) -> None:
+        if self._in_flight == 0:
+            self._since = time.perf_counter()
+        self._in_flight += 1
+        self.calls += 1
+
+    def _leave(self) -> None:
+        self._in_flight -= 1
+        if self._in_flight == 0:
+            self.busy_s += time.perf_counter() - self._since
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process so far, in MiB."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # Linux reports KiB, macOS bytes
+    return peak / (1024 * 1024) if sys.platform == "darwin" else peak / 1024
+
+
+def stats(values: Sequence[float]) -> dict[str, float]:
+    """p50 / p95 / max / mean of milliseconds, plus the sample count."""
+    return {
+        "p50": percentile(values, 0.5),
+        "p95": percentile(values, 0.95),
+        "max": max(values, default=0.0),
+        "mean": mean(values),
+        "n": float(len(values)),
+    }
+
+
+async def _timed_ms(call: Coroutine[Any, Any, Any]) -> tuple[float, Any]:
+    started = time.perf_counter()
+    result = await call
+    return (time.perf_counter() - started) * 1000.0, result
+
+
+@dataclass(slots=True)
+class _Samples:
+    latency: dict[str, list[float]] = field(default_factory=lambda: {name: [] for name in OPERATIONS})
+    overhead: dict[str, list[float]] = field(
+        default_factory=lambda: {"memory_search": [], "memory_context": []}
+    )
+    recall: list[float] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+async def _measure_reads(
+    dataset: Dataset,
+    backend: MemoryBackend,
+    timer: TimedBackend,
+    orchestrator: Orchestrator,
+    config: BenchConfig,
+    progress: RunProgress,
+) -> _Samples:
+    samples = _Samples()
+    for position, query in enumerate(dataset.queries):
+        counted = position >= config.warmup
+        progress.advance()
+        raw_ms, _ = await _timed_ms(
+            backend.recall(RecallQuery(query.query, limit=config.top_k, now=query.now))
+        )
+        search = SearchRequest(query.query, top_k=config.top_k, expand=False, now=query.now)
+        context = ContextRequest(
+            query.query, budget=Budget(max_items=config.top_k), now=query.now, overrides=PlanOverrides(hops=2)
+        )
+        try:
+            timer.reset()
+            search_ms, result = await _timed_ms(orchestrator.search(search))
+            search_busy = timer.busy_s * 1000.0
+            timer.reset()
+            context_ms, _ = await _timed_ms(orchestrator.context(context))
+            context_busy = timer.busy_s * 1000.0
+        except OrchestratorError as exc:
+            samples.errors.append(f"{query.id}: {type(exc).__name__}: {exc}")
+            continue
+        if not counted:
+            continue
+        samples.latency["raw_recall"].append(raw_ms)
+        samples.latency["memory_search"].append(search_ms)
+        samples.latency["memory_context"].append(context_ms)
+        samples.overhead["memory_search"].append(search_ms - search_busy)
+        samples.overhead["memory_context"].append(context_ms - context_busy)
+        samples.recall.append(_recall(result.items, query.gold, dataset, config.top_k))
+    return samples
+
+
+def _recall(items: Sequence[Any], gold: tuple[str, ...], dataset: Dataset, k: int) -> float:
+    # synthetic gold ids are dataset ids; results carry backend ids, matched through the content
+    wanted = {memory.content for memory in dataset.memories if memory.id in gold}
+    return recall_at_k([item.content for item in items], Judgement(tuple(wanted)), k)
+
+
+async def _measure_writes(orchestrator: Orchestrator, config: BenchConfig, samples: _Samples) -> None:
+    for memory in new_memories(config.writes, seed=config.seed):
+        request = WriteRequest(to_new_memory(memory, backdated=True))
+        try:
+            write_ms, _ = await _timed_ms(orchestrator.write(request))
+        except OrchestratorError as exc:
+            samples.errors.append(f"write {memory.id}: {type(exc).__name__}: {exc}")
+            continue
+        samples.latency["memory_write"].append(write_ms)
+
+
+async def bench_size(
+    size: int, make_backend: BackendMaker, config: BenchConfig, progress: RunProgress
+) -> dict[str, Any]:
+    """Measure one corpus size in a fresh backend; returns its JSON-safe numbers."""
+    dataset = synthetic_dataset(size, queries=config.queries + config.warmup, seed=config.seed)
+    backend = make_backend(f"bench-{size}")
+    async with backend:
+        progress.stage(f"ingesting {size}", size)
+        report = await ingest(backend, dataset, on_progress=lambda _done, _total: progress.advance())
+        timer = TimedBackend(backend)
+        orchestrator = Orchestrator(cast(MemoryBackend, timer), config=config.pipeline)
+        progress.stage(f"querying {size}", len(dataset.queries))
+        samples = await _measure_reads(dataset, backend, timer, orchestrator, config, progress)
+        await _measure_writes(orchestrator, config, samples)
+        health = await backend.health()
+    return {
+        "size": size,
+        "memories": report.written,
+        "explicit_links": report.links,
+        "backend_version": health.version,
+        "ingest": {
+            "seconds": report.seconds,
+            "memories_per_s": report.written / report.seconds if report.seconds else 0.0,
+            "backdated": report.backdated,
+            "warnings": len(report.warnings),
+        },
+        "latency_ms": {name: stats(values) for name, values in samples.latency.items()},
+        "overhead_ms": {name: stats(values) for name, values in samples.overhead.items()},
+        "search_recall@10": mean(samples.recall),
+        "peak_rss_mb": peak_rss_mb(),
+        "errors": {"count": len(samples.errors), "examples": samples.errors[:5]},
+        "samples_ms": {
+            name: [round(value, 3) for value in values] for name, values in samples.latency.items()
+        },
+    }
+
+
+async def run_bench(
+    config: BenchConfig,
+    make_backend: BackendMaker,
+    *,
+    progress: RunProgress | None = None,
+    on_size: Callable[[dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """Benchmark every size (ascending) and return the whole JSON-safe document."""
+    progress = progress or SilentProgress()
+    started = time.time()
+    results = []
+    for size in sorted(config.sizes):
+        results.append(await bench_size(size, make_backend, config, progress))
+        if on_size is not None:
+            on_size(results[-1])
+    return {
+        "meta": {"backend": config.backend, "versions": versions(), "duration_s": time.time() - started},
+        "config": json_safe(config),
+        "sizes": results,
+    }

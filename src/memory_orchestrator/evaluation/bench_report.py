@@ -1,0 +1,111 @@
+"""Report files of a benchmark run: ``bench.json``, ``bench.md`` and latency plots."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from memory_orchestrator.evaluation.bench import OPERATIONS
+from memory_orchestrator.evaluation.reports import plot_latency, write_json
+
+
+def _ms(value: float) -> str:
+    return f"{value:.2f}"
+
+
+def bench_markdown(document: Mapping[str, Any], plots: list[Path]) -> str:
+    """The human-readable benchmark report."""
+    config, meta = document["config"], document["meta"]
+    sizes = ", ".join(str(row["size"]) for row in document["sizes"])
+    lines = [
+        f"# Benchmark: {meta['backend']} backend",
+        "",
+        f"Synthetic corpora (seed {config['seed']}): {sizes} memories; {config['queries']} timed queries "
+        f"({config['warmup']} warm-up) and {config['writes']} writes "
+        f"per size; top_k {config['top_k']}. memory_search = Orchestrator.search without expansion; "
+        "memory_context = expanded (2 hops) and packed; raw_recall = the backend's own recall; "
+        "overhead = wall time minus time with a backend call in flight.",
+        "",
+        "## Latency (ms)",
+        "",
+        "| size | operation | p50 | p95 | max | mean |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in document["sizes"]:
+        for name in OPERATIONS:
+            cell = row["latency_ms"][name]
+            lines.append(
+                f"| {row['size']} | {name} | {_ms(cell['p50'])} | {_ms(cell['p95'])} | {_ms(cell['max'])} | "
+                f"{_ms(cell['mean'])} |"
+            )
+    lines += ["", "## Orchestrator overhead over the backend (ms)", "", "| size | operation | p50 | p95 |"]
+    lines.append("|---|---|---|---|")
+    for row in document["sizes"]:
+        for name, cell in row["overhead_ms"].items():
+            lines.append(f"| {row['size']} | {name} | {_ms(cell['p50'])} | {_ms(cell['p95'])} |")
+    lines += ["", "## Ingest and memory", "", "| size | seconds | memories/s | back-dated | peak RSS MiB | "
+              "search recall@10 | errors |", "|---|---|---|---|---|---|---|"]  # fmt: skip
+    for row in document["sizes"]:
+        ingest = row["ingest"]
+        lines.append(
+            f"| {row['size']} | {ingest['seconds']:.1f} | {ingest['memories_per_s']:.0f} | "
+            f"{'yes' if ingest['backdated'] else 'NO'} | {row['peak_rss_mb']:.0f} | "
+            f"{100 * row['search_recall@10']:.1f}% | {row['errors']['count']} |"
+        )
+    lines += ["", "Peak RSS is the process peak so far (sizes run in ascending order in one process).", ""]
+    lines += [f"![{path.stem}]({path.name})" for path in plots]
+    lines += ["", "## Versions and configuration", "", "```json"]
+    lines += [
+        json.dumps({"versions": meta["versions"], "config": config}, indent=2, sort_keys=True),
+        "```",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def plot_scaling(document: Mapping[str, Any], path: Path) -> Path:
+    """p50 and p95 latency per operation against corpus size (log-log)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sizes = [row["size"] for row in document["sizes"]]
+    figure, axis = plt.subplots(figsize=(6.4, 4.2), dpi=110)
+    for name in OPERATIONS:
+        for share, style in (("p50", "-"), ("p95", ":")):
+            values = [row["latency_ms"][name][share] for row in document["sizes"]]
+            axis.plot(sizes, values, style, marker="o", label=f"{name} {share}")
+    axis.set_xscale("log")
+    axis.set_yscale("log")
+    axis.set_xlabel("memories in store")
+    axis.set_ylabel("latency ms (log)")
+    axis.set_title(f"Latency vs corpus size ({document['meta']['backend']})", fontsize=9)
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize=7, ncol=2)
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+    return path
+
+
+def write_bench_report(document: dict[str, Any], out: Path) -> dict[str, Path]:
+    """Write ``bench.json`` (samples included), ``bench.md`` and the plots under ``out``."""
+    out.mkdir(parents=True, exist_ok=True)
+    largest = document["sizes"][-1]
+    plots = [
+        plot_scaling(document, out / "latency_vs_size.png"),
+        plot_latency(
+            largest["samples_ms"],
+            out / "latency_distribution.png",
+            title=f"Latency per call at {largest['size']} memories",
+        ),
+    ]
+    paths = {"json": write_json(document, out / "bench.json")}
+    markdown = out / "bench.md"
+    markdown.write_text(bench_markdown(document, plots), encoding="utf-8")
+    paths["markdown"] = markdown
+    paths.update({plot.stem: plot for plot in plots})
+    return paths

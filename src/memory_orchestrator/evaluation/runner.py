@@ -1,0 +1,298 @@
+"""The evaluation run: every store into a fresh backend, every query in every mode, plus BM25.
+
+Modes:
+
+- ``raw``: the backend's own ``recall`` (what an agent gets without the orchestrator);
+- ``orchestrated``: ``Orchestrator.search`` without graph expansion;
+- ``expanded``: ``Orchestrator.search`` with expansion;
+- ``context``: ``Orchestrator.context`` under a token budget: how much gold evidence survives packing;
+- ``bm25``: the ``bm25s`` baseline over the same corpus, always computed.
+
+Every query runs "as of" its ``now``. The runner knows nothing of settings or plugins: the caller
+passes a ``BackendMaker`` that builds a fresh, unopened backend per store (the CLI builds it through the
+plugin registry), which keeps the evaluation layer free of the entrypoints.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+
+from memory_orchestrator.domain.config import PipelineConfig
+from memory_orchestrator.domain.orchestrator import Orchestrator
+from memory_orchestrator.domain.requests import Budget, ContextRequest, SearchRequest
+from memory_orchestrator.domain.results import ResultItem
+from memory_orchestrator.evaluation.baseline import Bm25Baseline
+from memory_orchestrator.evaluation.datasets import Dataset, DatasetQuery, IngestReport, ingest
+from memory_orchestrator.evaluation.metrics import Judgement, evidence_kept, query_metrics
+from memory_orchestrator.ports import (
+    Hit,
+    InvalidRequest,
+    MemoryBackend,
+    OrchestratorError,
+    RecallQuery,
+    Scorer,
+)
+from memory_orchestrator.ports.text import content_hash
+
+MODES = ("raw", "orchestrated", "expanded", "context")
+BASELINE = "bm25"
+DEFAULT_KS = (5, 10, 25)
+
+#: Builds a fresh, unopened backend for the store named by the argument.
+BackendMaker = Callable[[str], MemoryBackend]
+
+
+class RunProgress(Protocol):
+    """Where the runner reports progress (a rich progress bar in the CLI, nothing in tests)."""
+
+    def stage(self, description: str, total: int) -> None:
+        """A new stage begins with ``total`` steps."""
+
+    def advance(self, steps: int = 1) -> None:
+        """``steps`` more steps of the current stage are done."""
+
+
+class SilentProgress:
+    """Progress that goes nowhere."""
+
+    def stage(self, description: str, total: int) -> None:
+        """Ignore."""
+
+    def advance(self, steps: int = 1) -> None:
+        """Ignore."""
+
+
+@dataclass(frozen=True, slots=True)
+class EvalConfig:
+    """What one evaluation run does."""
+
+    backend: str = "memory"
+    modes: tuple[str, ...] = MODES
+    ks: tuple[int, ...] = DEFAULT_KS
+    budget_tokens: int | None = 1500
+    #: Run only the first N queries of each store (``None``: all of them).
+    query_limit: int | None = None
+    pipeline: PipelineConfig = field(default_factory=PipelineConfig)
+
+    def __post_init__(self) -> None:
+        unknown = [mode for mode in self.modes if mode not in MODES]
+        if unknown:
+            raise InvalidRequest(
+                f"unknown mode(s) {', '.join(unknown)}: choose from {', '.join(MODES)} or all"
+            )
+        if not self.ks or any(k <= 0 for k in self.ks):
+            raise InvalidRequest("k values must be positive integers, e.g. 5,10,25")
+        if self.budget_tokens is not None and self.budget_tokens <= 0:
+            raise InvalidRequest("--budget-tokens must be positive")
+
+    @property
+    def max_k(self) -> int:
+        """The deepest cut-off: every mode retrieves this many items."""
+        return max(self.ks)
+
+
+@dataclass(slots=True)
+class ModeOutcome:
+    """One query in one mode: what came back (as dataset ids), its metrics and its latency."""
+
+    ranked: list[list[str]]
+    metrics: dict[str, float]
+    latency_ms: float
+    duplicate_keys: list[str] = field(default_factory=list)
+    extra: dict[str, float] = field(default_factory=dict)
+    error: str | None = None
+
+
+@dataclass(slots=True)
+class QueryOutcome:
+    """One query across every mode."""
+
+    store: str
+    query_id: str
+    gold: int
+    slices: dict[str, str]
+    modes: dict[str, ModeOutcome] = field(default_factory=dict)
+    must_not: int = 0
+
+
+@dataclass(slots=True)
+class StoreRun:
+    """One store: its ingestion and its queries."""
+
+    name: str
+    memories: int
+    ingest: IngestReport
+    backend_version: str = ""
+    queries: list[QueryOutcome] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class EvalRun:
+    """A whole run, ready for :mod:`memory_orchestrator.evaluation.reports`."""
+
+    config: EvalConfig
+    dataset: str
+    started_at: datetime
+    stores: list[StoreRun] = field(default_factory=list)
+    finished_at: datetime | None = None
+
+
+async def run_evaluation(
+    datasets: Sequence[Dataset],
+    make_backend: BackendMaker,
+    config: EvalConfig,
+    *,
+    label: str = "dataset",
+    scorers: Sequence[Scorer] = (),
+    progress: RunProgress | None = None,
+) -> EvalRun:
+    """Evaluate every store of ``datasets`` in a fresh backend each; returns the raw outcomes."""
+    progress = progress or SilentProgress()
+    run = EvalRun(config=config, dataset=label, started_at=datetime.now(UTC))
+    for dataset in datasets:
+        run.stores.append(await _run_store(dataset, make_backend(dataset.name), config, scorers, progress))
+    run.finished_at = datetime.now(UTC)
+    return run
+
+
+async def _run_store(
+    dataset: Dataset,
+    backend: MemoryBackend,
+    config: EvalConfig,
+    scorers: Sequence[Scorer],
+    progress: RunProgress,
+) -> StoreRun:
+    queries = dataset.queries[: config.query_limit] if config.query_limit else dataset.queries
+    async with backend:
+        progress.stage(f"loading {dataset.name}", len(dataset.memories))
+        report = await ingest(backend, dataset, on_progress=lambda _done, _total: progress.advance())
+        store = StoreRun(dataset.name, len(dataset.memories), report, warnings=list(report.warnings))
+        store.backend_version = await _backend_version(backend)
+        orchestrator = Orchestrator(backend, config=config.pipeline, scorers=scorers)
+        baseline = Bm25Baseline(dataset.memories)
+        evaluator = _QueryEvaluator(dataset, report, backend, orchestrator, baseline, config)
+        progress.stage(f"querying {dataset.name}", len(queries))
+        for query in queries:
+            store.queries.append(await evaluator.evaluate(query))
+            progress.advance()
+    return store
+
+
+async def _backend_version(backend: MemoryBackend) -> str:
+    try:
+        health = await backend.health()
+    except OrchestratorError:
+        return ""
+    return health.version
+
+
+class _QueryEvaluator:
+    """Runs one query in every mode against one opened store."""
+
+    def __init__(
+        self,
+        dataset: Dataset,
+        report: IngestReport,
+        backend: MemoryBackend,
+        orchestrator: Orchestrator,
+        baseline: Bm25Baseline,
+        config: EvalConfig,
+    ) -> None:
+        self._dataset = dataset
+        self._to_dataset = {backend_id: dataset_id for dataset_id, backend_id in report.ids.items()}
+        self._content = {memory.id: memory.content for memory in dataset.memories}
+        self._backend = backend
+        self._orchestrator = orchestrator
+        self._baseline = baseline
+        self._config = config
+
+    async def evaluate(self, query: DatasetQuery) -> QueryOutcome:
+        """Every configured mode plus the baseline for ``query``."""
+        outcome = QueryOutcome(self._dataset.name, query.id, len(query.gold), dict(query.slices))
+        outcome.must_not = len(query.must_not)
+        judgement = Judgement(query.gold, query.gold_dups, query.must_not)
+        runners: dict[str, Callable[[DatasetQuery], Any]] = {
+            "raw": self._raw,
+            "orchestrated": self._orchestrated,
+            "expanded": self._expanded,
+            "context": self._context,
+        }
+        for mode in self._config.modes:
+            outcome.modes[mode] = await self._timed(runners[mode], query, judgement, outcome)
+        outcome.modes[BASELINE] = await self._timed(self._bm25, query, judgement, outcome)
+        return outcome
+
+    async def _timed(
+        self,
+        call: Callable[[DatasetQuery], Any],
+        query: DatasetQuery,
+        judgement: Judgement,
+        outcome: QueryOutcome,
+    ) -> ModeOutcome:
+        started = time.perf_counter()
+        error = None
+        try:
+            ranked, extra = await call(query)
+        except OrchestratorError as exc:
+            ranked, extra, error = [], {}, f"{type(exc).__name__}: {exc}"
+        latency_ms = (time.perf_counter() - started) * 1000.0
+        if "planned_intent" in extra:
+            outcome.slices.setdefault("planned_intent", str(extra.pop("planned_intent")))
+            outcome.slices.setdefault("strategy", str(extra.pop("strategy")))
+        metrics = query_metrics(ranked, judgement, self._config.ks)
+        if "packed" in extra:
+            metrics["evidence_kept"] = evidence_kept(extra.pop("packed"), judgement)
+        keys = [self._duplicate_key(position, judgement) for position in ranked]
+        return ModeOutcome(ranked, metrics, latency_ms, keys, extra, error)
+
+    def _duplicate_key(self, position: list[str], judgement: Judgement) -> str:
+        golds = judgement.golds_in(position)
+        if golds:
+            return "gold:" + min(golds)
+        return content_hash(self._content.get(position[0], position[0]))
+
+    def _dataset_id(self, backend_id: str) -> str:
+        return self._to_dataset.get(backend_id, backend_id)
+
+    def _positions(self, items: Sequence[ResultItem]) -> list[list[str]]:
+        return [[self._dataset_id(i) for i in (item.memory_id, *item.absorbed_ids)] for item in items]
+
+    async def _raw(self, query: DatasetQuery) -> tuple[list[list[str]], dict[str, Any]]:
+        hits: list[Hit] = await self._backend.recall(
+            RecallQuery(query.query, limit=self._config.max_k, now=query.now)
+        )
+        return [[self._dataset_id(hit.record.id)] for hit in hits], {}
+
+    async def _search(self, query: DatasetQuery, expand: bool) -> tuple[list[list[str]], dict[str, Any]]:
+        request = SearchRequest(query.query, top_k=self._config.max_k, expand=expand, now=query.now)
+        result = await self._orchestrator.search(request)
+        extra: dict[str, Any] = {"planned_intent": result.plan.intent.value, "strategy": result.plan.strategy}
+        extra["warnings"] = float(len(result.warnings))
+        return self._positions(result.items), extra
+
+    async def _orchestrated(self, query: DatasetQuery) -> tuple[list[list[str]], dict[str, Any]]:
+        return await self._search(query, expand=False)
+
+    async def _expanded(self, query: DatasetQuery) -> tuple[list[list[str]], dict[str, Any]]:
+        return await self._search(query, expand=True)
+
+    async def _context(self, query: DatasetQuery) -> tuple[list[list[str]], dict[str, Any]]:
+        budget = Budget(max_items=self._config.max_k, max_tokens=self._config.budget_tokens)
+        result = await self._orchestrator.context(ContextRequest(query.query, budget=budget, now=query.now))
+        positions = self._positions(result.items)
+        extra: dict[str, Any] = {
+            "chars": float(result.chars),
+            "est_tokens": float(result.est_tokens),
+            "packed_items": float(len(result.items)),
+            "packed": positions,
+        }
+        return positions, extra
+
+    async def _bm25(self, query: DatasetQuery) -> tuple[list[list[str]], dict[str, Any]]:
+        ids = self._baseline.search(query.query, limit=self._config.max_k, now=query.now)
+        return [[memory_id] for memory_id in ids], {}

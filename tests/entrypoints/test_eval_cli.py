@@ -1,0 +1,149 @@
+"""``orchestrator eval`` and ``orchestrator bench`` as a user types them, end to end on tiny data."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from memory_orchestrator.entrypoints.cli import app
+
+FIXTURES = Path(__file__).parent.parent / "fixtures"
+TINY = FIXTURES / "eval_tiny"
+LOCOMO = FIXTURES / "locomo_tiny.json"
+
+runner = CliRunner()
+
+
+def _invoke(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args))
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    # settings must not pick up a developer's orchestrator.toml or data dir
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ORCHESTRATOR_CONFIG", raising=False)
+    monkeypatch.setenv("ORCHESTRATOR_DATA_DIR", str(tmp_path / "data"))
+    return tmp_path
+
+
+@pytest.mark.parametrize("backend", ["memory", "sqlite"])
+def test_eval_writes_reports_with_every_mode_and_bm25(isolated: Path, backend: str) -> None:
+    out = isolated / "report"
+    code, stdout, stderr = _invoke(
+        "eval",
+        "--dataset",
+        str(TINY),
+        "--backend",
+        backend,
+        "--k",
+        "1,5",
+        "--out",
+        str(out),
+        "--no-progress",
+        "--json",
+    )
+
+    assert code == 0, stderr
+    summary = json.loads(stdout)
+    assert summary["meta"]["queries"] == 4 and summary["meta"]["backend"] == backend
+    modes = summary["overall"]["modes"]
+    assert list(modes) == ["raw", "orchestrated", "expanded", "context", "bm25"]
+    # BM25 (deterministic): q1 and q3 found, half of q2's gold, q4 asks before t7 existed
+    assert modes["bm25"]["recall@5"] == pytest.approx((1 + 0.5 + 1 + 0) / 4)
+    # q1 lists the superseded t4 as must-not: BM25 ranks it first
+    assert modes["bm25"]["must_not_rate@1"] == 1.0
+    per_query = [json.loads(line) for line in (out / "queries.jsonl").read_text().splitlines()]
+    as_of = next(row for row in per_query if row["id"] == "q4")
+    # "as of now": the memory written after the question was asked is invisible in every mode
+    assert all("t7" not in mode["top"] for mode in as_of["modes"].values())
+    lookup = next(row for row in per_query if row["id"] == "q3")
+    assert all(mode["top"][:5].count("t6") == 1 for mode in lookup["modes"].values())
+    assert set(summary["latency_ms"]) == set(modes)
+    for name in ("report.json", "report.md", "recall_at_k.png", "latency.png", "queries.jsonl"):
+        assert (out / name).stat().st_size > 0
+    markdown = (out / "report.md").read_text()
+    assert "## Headline: all queries (4 queries)" in markdown and "## By kind" in markdown
+
+
+def test_eval_on_a_locomo_file_converts_it_and_reports_categories(isolated: Path) -> None:
+    out = isolated / "locomo"
+    code, stdout, stderr = _invoke(
+        "eval", "--dataset", str(LOCOMO), "--backend", "memory", "--mode", "raw,expanded", "--out", str(out),
+        "--no-progress", "--json",
+    )  # fmt: skip
+
+    assert code == 0, stderr
+    summary = json.loads(stdout)
+    assert list(summary["overall"]["modes"]) == ["raw", "expanded", "bm25"]
+    assert summary["headline"]["set"].startswith("categories 1-4")
+    assert summary["headline"]["queries"] == 3
+    assert set(summary["slices"]["category"]) == {"1", "2", "4", "5"}
+    assert set(summary["slices"]["conversation"]) == {"conv-x"}
+    assert "3 evidence ids repaired" in stderr
+
+
+def test_import_locomo_writes_one_store_per_conversation(isolated: Path) -> None:
+    code, stdout, _ = _invoke("eval", "import-locomo", str(LOCOMO), "--out", str(isolated / "conv"), "--json")
+
+    assert code == 0
+    counts = json.loads(stdout)
+    assert (counts["memories"], counts["queries"], counts["dropped_ids"]) == (5, 4, 2)
+    assert (isolated / "conv" / "conv-x" / "memories.jsonl").is_file()
+    assert (isolated / "conv" / "conv-x" / "queries.jsonl").is_file()
+
+
+def test_unavailable_backend_and_bad_options_fail_with_one_line(isolated: Path) -> None:
+    code, _, stderr = _invoke("eval", "--dataset", str(TINY), "--backend", "mnemon", "--no-progress")
+    assert code == 2
+    assert "backend 'mnemon' is not available" in stderr and "Mnemon binary" in stderr
+
+    code, _, stderr = _invoke("eval", "--dataset", str(TINY), "--k", "5,ten", "--no-progress")
+    assert code == 2 and "--k" in stderr
+
+    code, _, stderr = _invoke("eval", "--dataset", str(TINY), "--mode", "psychic", "--no-progress")
+    assert code == 2 and "unknown psychic" in stderr
+
+    code, _, stderr = _invoke("bench", "--sizes", "0", "--no-progress")
+    assert code == 2 and "--sizes" in stderr
+
+
+def test_bench_measures_every_operation_per_size(isolated: Path) -> None:
+    out = isolated / "bench"
+    code, stdout, stderr = _invoke(
+        "bench", "--backend", "memory", "--sizes", "40,20", "--queries", "4", "--writes", "2",
+        "--out", str(out), "--no-progress", "--json",
+    )  # fmt: skip
+
+    assert code == 0, stderr
+    document = json.loads(stdout)
+    assert [row["size"] for row in document["sizes"]] == [20, 40]
+    for row in document["sizes"]:
+        assert row["memories"] == row["size"]
+        latency = row["latency_ms"]
+        assert {name: latency[name]["n"] for name in latency} == {
+            "raw_recall": 4, "memory_search": 4, "memory_context": 4, "memory_write": 2,
+        }  # fmt: skip
+        assert 0 < latency["memory_search"]["p50"] <= latency["memory_search"]["max"]
+        # the overhead excludes time inside the backend, so it never exceeds the wall time
+        assert row["overhead_ms"]["memory_search"]["p50"] <= latency["memory_search"]["max"]
+        assert row["peak_rss_mb"] > 0 and row["ingest"]["memories_per_s"] > 0
+    for name in ("bench.json", "bench.md", "latency_vs_size.png", "latency_distribution.png"):
+        assert (out / name).stat().st_size > 0
+
+
+def test_eval_runs_as_a_real_subprocess(isolated: Path) -> None:
+    script = Path(sys.executable).with_name("orchestrator")
+    completed = subprocess.run(
+        [str(script), "eval", "import-locomo", str(LOCOMO), "--out", str(isolated / "sub")],
+        capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
+
+    assert completed.returncode == 0, completed.stderr
+    assert "1 conversations" in completed.stdout and "dropped 2" in completed.stdout
