@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 
-from memory_orchestrator.domain.config import PipelineConfig
-from memory_orchestrator.entrypoints.settings import find_config_file, hash_token, load_settings
+from memory_orchestrator.domain.config import ExpansionLimits, PipelineConfig
+from memory_orchestrator.entrypoints.settings import (
+    PipelineSection,
+    find_config_file,
+    hash_token,
+    load_settings,
+)
 from memory_orchestrator.ports import EdgeType, Intent, InvalidRequest
 
 
@@ -156,3 +162,17 @@ def test_data_dir_drives_default_file_locations(monkeypatch: pytest.MonkeyPatch,
         "store": "default",
     }
     assert settings.trace_path() == tmp_path / "data" / "traces.db"
+
+
+def test_every_tunable_of_the_domain_is_configurable() -> None:
+    # A field added to the domain's config must get a settings key too (or be listed here on purpose).
+    elsewhere = {"expansion", "weights", "trace_retention", "trace_verbosity", "known_entities_ttl_s"}
+    keys = set(PipelineSection.model_fields)
+    missing = {f.name for f in fields(PipelineConfig)} - elsewhere - keys
+    missing |= {f.name for f in fields(ExpansionLimits)} - keys
+    assert not missing, f"not configurable: {sorted(missing)}"
+
+
+def test_cache_ttl_reaches_the_pipeline(tmp_path: Path) -> None:
+    config = write_toml(tmp_path / "cache.toml", "[cache]\nknown_entities_ttl_s = 0\n")
+    assert load_settings(config).pipeline_config().known_entities_ttl_s == 0

@@ -159,6 +159,9 @@ class PipelineSection(Section):
     max_visited: int = Field(default=_EXPANSION.max_visited, ge=1, le=10000)
     max_fanout: int = Field(default=_EXPANSION.max_fanout, ge=1, le=500)
     min_path_score: float = Field(default=_EXPANSION.min_path_score, ge=0, le=1)
+    hop_decay: float = Field(default=_EXPANSION.hop_decay, ge=0, le=1)
+    sibling_decay: float = Field(default=_EXPANSION.sibling_decay, ge=0, le=10)
+    min_seed_relevance: float = Field(default=_EXPANSION.min_seed_relevance, ge=0, le=1)
     edge_weights: dict[Intent, dict[EdgeType, float]] = Field(default_factory=_default_edge_weights)
     allowed_edge_types: list[EdgeType] = Field(default_factory=lambda: list(_PIPELINE.allowed_edge_types))
     weights: WeightsSection = WeightsSection()
@@ -324,6 +327,9 @@ class Settings(BaseSettings):
                 max_visited=section.max_visited,
                 max_fanout=section.max_fanout,
                 min_path_score=section.min_path_score,
+                hop_decay=section.hop_decay,
+                sibling_decay=section.sibling_decay,
+                min_seed_relevance=section.min_seed_relevance,
             ),
             weights=RankingWeights(**section.weights.model_dump()),
             recency_half_life_days=section.recency_half_life_days,
@@ -336,6 +342,7 @@ class Settings(BaseSettings):
             passthrough=section.passthrough,
             trace_retention=self.traces.retention,
             trace_verbosity=self.traces.verbosity,
+            known_entities_ttl_s=self.cache.known_entities_ttl_s,
         )
 
     def masked(self) -> dict[str, Any]:
