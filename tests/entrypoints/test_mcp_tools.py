@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -327,3 +329,34 @@ async def test_passthrough_sends_the_same_tools_straight_to_the_backend() -> Non
     assert "passthrough: backend recall" in found["items"][0]["reasons"]
     assert packed["items"][0]["memory_id"] == written["id"]
     assert stores.backends["default"].called("recall") >= 2
+
+
+@pytest.mark.anyio
+async def test_a_failing_channel_gives_partial_results_with_a_warning_free_of_backend_details() -> None:
+    async with connected() as (client, stores):
+        memory = await remember(client, stores, "Partial results beat no results", entities=["Resilience"])
+        stores.backends["default"].fail_always("search")
+        found = await ok(client, "memory_search", {"query": "partial results"})
+    assert found["items"][0]["memory_id"] == memory
+    assert any("failed (BackendUnavailable)" in warning for warning in found["warnings"])
+    assert not any("injected" in warning for warning in found["warnings"])
+
+
+@pytest.mark.anyio
+async def test_each_call_logs_one_json_line_without_the_query(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="memory_orchestrator.mcp")
+    async with connected() as (client, stores):
+        await remember(client, stores, "Logging keeps contents private")
+        caplog.clear()
+        await ok(client, "memory_search", {"query": "secret question about logging"})
+        await refused(client, "memory_get", {"ids": ["mem-404"]})
+    lines = [json.loads(record.getMessage()) for record in caplog.records]
+    assert [(line["tool"], line["status"]) for line in lines] == [
+        ("memory_search", "ok"),
+        ("memory_get", "NotFound"),
+    ]
+    search = lines[0]
+    assert search["caller"] == "local" and search["store"] == "default"
+    assert search["results"] == 1 and search["candidates"]["retrieved"] >= 1
+    assert search["trace_id"].startswith("tr-") and search["latency_ms"] >= 0
+    assert "secret question" not in caplog.text

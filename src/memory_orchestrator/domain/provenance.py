@@ -99,7 +99,7 @@ async def explain_why(
         consequences = await _consequences(backend, focus)
         supersession = await _supersession_history(backend, focus)
     except BackendError as exc:
-        notes.append(f"the graph could not be walked completely: {exc}")
+        notes.append(f"the graph could not be walked completely ({type(exc).__name__})")
         causes, consequences, supersession = [], [], []
     if not causes and not consequences:
         notes.append(

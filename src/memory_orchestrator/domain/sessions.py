@@ -189,7 +189,13 @@ async def collect_changes(
             events, notes = await _reconstructed(backend, since, now, entity, limit)
             method = "reconstructed"
     except BackendError as exc:
-        return ChangeReport(since, now, "unavailable", (), (f"the backend failed: {exc}",))
+        return ChangeReport(
+            since,
+            now,
+            "unavailable",
+            (),
+            (f"the backend failed ({type(exc).__name__}); nothing could be listed",),
+        )
     ordered = tuple(sorted(events, key=lambda event: (event.at, event.memory_id)))
     return ChangeReport(since, now, method, ordered, tuple(notes))
 
@@ -363,7 +369,7 @@ async def summarise_session(
         try:
             outcome = await orchestrator.write(WriteRequest(memory=memory))
         except BackendError as exc:
-            warnings.append(f"not stored ({exc}): {snippet(text)}")
+            warnings.append(f"not stored ({type(exc).__name__}): {snippet(text)}")
             continue
         warnings.extend(outcome.warnings)
         written.append(WrittenPoint(outcome.id, category, outcome.action, outcome.duplicate_of, text))
@@ -388,7 +394,7 @@ async def _chain(backend: MemoryBackend, session_id: str, ids: Sequence[str]) ->
         try:
             await backend.link(edge)
         except BackendError as exc:
-            warnings.append(f"could not link {earlier} -> {later}: {exc}")
+            warnings.append(f"could not link {earlier} -> {later} ({type(exc).__name__})")
             continue
         created += 1
     return created, warnings

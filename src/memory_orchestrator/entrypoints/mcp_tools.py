@@ -8,9 +8,10 @@ and returns the output model; it raises the port errors, which the server turns 
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -36,6 +37,8 @@ from memory_orchestrator.ports import (
 )
 
 _MAX_TRACE_ORIGINS = 10_000
+#: "(BackendUnavailable: <driver message>)" inside a pipeline warning.
+_ERROR_DETAIL = re.compile(r"\((\w+): [^()]*(?:\([^()]*\)[^()]*)*\)")
 LOG = logging.getLogger("memory_orchestrator.mcp")
 
 
@@ -135,6 +138,40 @@ class ToolCall:
         self.state.remember_trace(trace_id, self.store)
         self.log.update(trace_id=trace_id, results=results)
 
+    async def answer(self, orchestrator: Any, data: dict[str, Any], *, results: int) -> dict[str, Any]:
+        """A pipeline result made public: store added, warnings without backend internals, and the
+        trace's candidate counts noted for the log."""
+        trace_id = str(data.get("trace_id", ""))
+        self.traced(trace_id, results)
+        try:
+            self.log["candidates"] = candidate_counts(await orchestrator.trace(trace_id))
+        except Exception:  # the counts are for the log only; a missing trace must not fail the call
+            self.log["candidates"] = None
+        warnings = [public_warning(str(text)) for text in data.get("warnings", ())]
+        return {**data, "store": self.store, "warnings": warnings}
+
+
+def candidate_counts(document: Mapping[str, Any]) -> dict[str, int]:
+    """How many candidates each pipeline stage of a trace held (capped lists counted in full)."""
+    stages = document.get("stages") or {}
+    picks = {
+        "retrieved": ("retrieval", "fused"),
+        "expanded": ("expansion", "added"),
+        "ranked": ("ranking", "items"),
+    }
+    counts: dict[str, int] = {}
+    for name, (stage, key) in picks.items():
+        entries = (stages.get(stage) or {}).get(key)
+        if isinstance(entries, list):
+            omitted = sum(int(e.get("omitted", 0)) for e in entries if isinstance(e, dict) and "omitted" in e)
+            counts[name] = len(entries) + omitted - (1 if omitted else 0)
+    return counts
+
+
+def public_warning(text: str) -> str:
+    """A warning with the backend's own error messages cut out (they can name paths or queries)."""
+    return _ERROR_DETAIL.sub(r"(\1)", text)
+
 
 ToolBody = Callable[[Any, ToolCall], Awaitable[BaseModel]]
 
@@ -158,18 +195,20 @@ class ToolSpec:
 async def search(inp: s.SearchInput, call: ToolCall) -> o.SearchOutput:
     """memory_search."""
     call.log["query"] = inp.query
-    result = await (await call.handle()).orchestrator.search(inp.to_domain())
-    call.traced(result.trace_id, len(result.items))
-    return o.SearchOutput.model_validate({**result.to_dict(), "store": call.store})
+    handle = await call.handle()
+    result = await handle.orchestrator.search(inp.to_domain())
+    data = await call.answer(handle.orchestrator, result.to_dict(), results=len(result.items))
+    return o.SearchOutput.model_validate(data)
 
 
 async def context(inp: s.ContextInput, call: ToolCall) -> o.ContextOutput:
     """memory_context."""
     call.log["query"] = inp.query or inp.scope
-    result = await (await call.handle()).orchestrator.context(inp.to_domain())
-    call.traced(result.trace_id, len(result.items))
+    handle = await call.handle()
+    result = await handle.orchestrator.context(inp.to_domain())
     call.log["cut"] = len(result.cut)
-    return o.ContextOutput.model_validate({**result.to_dict(), "store": call.store})
+    data = await call.answer(handle.orchestrator, result.to_dict(), results=len(result.items))
+    return o.ContextOutput.model_validate(data)
 
 
 async def expand(inp: s.ExpandInput, call: ToolCall) -> o.ExpandOutput:
@@ -180,18 +219,18 @@ async def expand(inp: s.ExpandInput, call: ToolCall) -> o.ExpandOutput:
     ids = tuple(seed for seed in seeds if seed in known)
     entities = tuple(seed for seed in seeds if seed not in known)
     result = await handle.orchestrator.expand(inp.to_domain(ids, entities))
-    call.traced(result.trace_id, len(result.items))
-    data = {**result.to_dict(), "store": call.store, "seed_entities": list(entities)}
+    data = await call.answer(handle.orchestrator, result.to_dict(), results=len(result.items))
+    data["seed_entities"] = list(entities)
     return o.ExpandOutput.model_validate(data)
 
 
 async def write(inp: s.WriteInput, call: ToolCall) -> o.WriteOutput:
     """memory_write."""
     call.log["content"] = inp.content
-    outcome = await (await call.handle()).orchestrator.write(inp.to_domain())
-    call.traced(outcome.trace_id, 1)
+    handle = await call.handle()
+    outcome = await handle.orchestrator.write(inp.to_domain())
     call.log["action"] = outcome.action.value
-    return o.WriteOutput.model_validate({**outcome.to_dict(), "store": call.store})
+    return o.WriteOutput.model_validate(await call.answer(handle.orchestrator, outcome.to_dict(), results=1))
 
 
 async def explain(inp: s.ExplainInput, call: ToolCall) -> o.ExplainOutput:
@@ -326,7 +365,9 @@ async def why(inp: s.WhyInput, call: ToolCall) -> o.WhyOutput:
     handle = await call.handle()
     report = await provenance.explain_why(handle.orchestrator, handle.backend, inp.question, depth=inp.depth)
     call.traced(report.trace_id, len(report.chain))
-    return o.WhyOutput.model_validate({**report.to_dict(), "store": call.store})
+    data = report.to_dict()
+    data["notes"] = [public_warning(note) for note in data["notes"]]
+    return o.WhyOutput.model_validate({**data, "store": call.store})
 
 
 async def session_summary(inp: s.SessionSummaryInput, call: ToolCall) -> o.SessionSummaryOutput:
