@@ -138,3 +138,12 @@ def test_a_link_needs_two_different_memories() -> None:
         LinkInput, {"source": "a", "target": "b", "type": "causal", "evidence": "x"}
     ).to_port()
     assert edge.metadata == {"evidence": "x"}
+
+
+def test_filters_accept_entity_ids_and_memory_types_as_aliases() -> None:
+    payload = validate_input(
+        SearchInput, {"query": "x", "filters": {"entity_ids": ["Atlas"], "memory_types": ["decision"]}}
+    )
+    assert payload.to_domain().filters == Filters(categories=("decision",), entities=("Atlas",))
+    properties = SearchInput.model_json_schema()["$defs"]["FiltersInput"]["properties"]
+    assert {"entities", "categories"} <= set(properties)

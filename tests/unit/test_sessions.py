@@ -1,4 +1,4 @@
-"""Session logic: reading 'since', listing changes on any backend, ordering session points."""
+"""Session and provenance logic: reading 'since', changes on any backend, session points, why-chains."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memory_orchestrator.adapters.memory import InMemoryBackend
+from memory_orchestrator.domain.orchestrator import Orchestrator
+from memory_orchestrator.domain.provenance import explain_why
 from memory_orchestrator.domain.sessions import (
     SESSION_SOURCE,
     SessionSummary,
@@ -160,3 +162,88 @@ def test_session_points_are_ordered_context_facts_decisions_without_repeats() ->
     ]
     assert dropped == ["use  sqlite by default"]
     assert session_entity("s1") == "session s1"
+
+
+async def _decision_history(backend: InMemoryBackend, clock: FixedClock) -> dict[str, str]:
+    contents = {
+        "root": ("Laptops in the team have no Docker", "fact", ("Docker",)),
+        "cause": ("Running Neo4j locally needs Docker", "fact", ("Neo4j",)),
+        "decision": ("We decided the default backend is SQLite", "decision", ("SQLite",)),
+        "effect": ("The SQLite adapter gained FTS5 keyword search", "fact", ("SQLite",)),
+    }
+    ids: dict[str, str] = {}
+    for offset, (name, (content, category, entities)) in enumerate(contents.items()):
+        clock.set(NOW - timedelta(days=10 - offset))
+        memory = NewMemory(content, category=category, entities=entities)
+        ids[name] = (await backend.remember(memory)).id
+    await backend.link(
+        Edge(ids["root"], ids["cause"], EdgeType.CAUSAL, 0.5, metadata={"evidence": "no Docker"})
+    )
+    await backend.link(Edge(ids["cause"], ids["decision"], EdgeType.CAUSAL, 0.8))
+    await backend.link(Edge(ids["decision"], ids["effect"], EdgeType.CAUSAL, 0.9))
+    clock.set(NOW)
+    return ids
+
+
+@pytest.mark.anyio
+async def test_why_follows_causes_back_several_hops_and_orders_the_chain() -> None:
+    clock = FixedClock(NOW)
+    async with InMemoryBackend(clock=clock) as backend:
+        ids = await _decision_history(backend, clock)
+        orchestrator = Orchestrator(backend, clock=clock)
+        report = await explain_why(orchestrator, backend, "why is SQLite the default backend?", depth=3)
+    assert report.focus_id == ids["decision"]
+    assert [(link.role, link.record.id) for link in report.chain] == [
+        ("cause", ids["root"]),
+        ("cause", ids["cause"]),
+        ("decision", ids["decision"]),
+        ("consequence", ids["effect"]),
+    ]
+    scores = {link.record.id: link.score for link in report.chain}
+    assert scores[ids["cause"]] == pytest.approx(0.8)
+    assert scores[ids["root"]] == pytest.approx(0.4)  # weights multiply along the path
+    assert report.chain[0].evidence == "no Docker"
+    assert report.trace_id
+
+
+@pytest.mark.anyio
+async def test_why_depth_one_stops_at_the_direct_cause() -> None:
+    clock = FixedClock(NOW)
+    async with InMemoryBackend(clock=clock) as backend:
+        ids = await _decision_history(backend, clock)
+        report = await explain_why(
+            Orchestrator(backend, clock=clock), backend, "why SQLite default?", depth=1
+        )
+    assert [link.record.id for link in report.chain if link.role == "cause"] == [ids["cause"]]
+
+
+@pytest.mark.anyio
+async def test_why_lists_the_supersession_history_of_the_decision() -> None:
+    clock = FixedClock(NOW - timedelta(days=3))
+    async with InMemoryBackend(clock=clock) as backend:
+        old = (await backend.remember(NewMemory("Deploys happen on Fridays", category="decision"))).id
+        clock.set(NOW)
+        new = (
+            await backend.remember(NewMemory("We decided deploys happen on Tuesdays", category="decision"))
+        ).id
+        await backend.link(Edge(new, old, EdgeType.SUPERSEDES))
+        report = await explain_why(
+            Orchestrator(backend, clock=clock), backend, "why do deploys happen on Tuesdays?"
+        )
+    assert report.focus_id == new
+    assert [(link.role, link.record.id) for link in report.supersession] == [("replaces", old)]
+
+
+@pytest.mark.anyio
+async def test_why_without_causal_links_says_so_and_lists_related_memories() -> None:
+    clock = FixedClock(NOW)
+    async with InMemoryBackend(clock=clock) as backend:
+        await backend.remember(
+            NewMemory("We picked Ruff as the linter", category="decision", entities=("Ruff",))
+        )
+        clock.set(NOW + timedelta(minutes=1))
+        await backend.remember(NewMemory("Ruff runs in CI on every push", entities=("Ruff",)))
+        report = await explain_why(Orchestrator(backend, clock=clock), backend, "why did we pick Ruff?")
+    assert report.chain[0].role == "decision"
+    assert any("no causal links" in note for note in report.notes)
+    assert all(link.role == "related" for link in report.chain[1:])

@@ -12,7 +12,15 @@ import json
 from datetime import datetime
 from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from memory_orchestrator.domain.requests import (
     Budget,
@@ -92,9 +100,16 @@ class FiltersInput(StrictInput):
     """Restrictions on which memories may come back; empty lists mean no restriction."""
 
     entities: list[EntityName] = Field(
-        default_factory=list, max_length=MAX_ENTITIES, description="Only memories naming any of these."
+        default_factory=list,
+        max_length=MAX_ENTITIES,
+        validation_alias=AliasChoices("entities", "entity_ids"),
+        description="Only memories naming any of these entities (alias: entity_ids).",
     )
-    categories: list[Category] = Field(default_factory=list, description="Only these memory types.")
+    categories: list[Category] = Field(
+        default_factory=list,
+        validation_alias=AliasChoices("categories", "memory_types"),
+        description="Only these memory types (alias: memory_types).",
+    )
     sources: list[Annotated[str, Field(min_length=1, max_length=MAX_SOURCE_CHARS)]] = Field(
         default_factory=list, max_length=20, description="Only memories from these sources."
     )
