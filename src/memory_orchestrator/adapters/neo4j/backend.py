@@ -15,6 +15,7 @@ from memory_orchestrator.adapters.neo4j.rows import (
     edge_from_row,
     filter_params,
     lucene_query,
+    micros,
     record_from_node,
     to_native,
     uid,
@@ -200,7 +201,7 @@ class Neo4jBackend(AsyncLifecycle):
     async def changes(self, since: datetime, *, limit: int = 100) -> list[Change]:
         """Change-log entries at or after ``since``, oldest first."""
         validate_limit(limit)
-        rows = await self._runner.read(cypher.CHANGES, store=self.store, since=_utc(since), limit=limit)
+        rows = await self._runner.read(cypher.CHANGES, store=self.store, since=micros(since), limit=limit)
         return [
             Change(
                 kind=ChangeKind(row["kind"]),
@@ -222,10 +223,6 @@ class Neo4jBackend(AsyncLifecycle):
         """Connectivity, schema state, memory count and, with ``probe``, a rolled-back write round trip."""
         report = HealthReport(self._runner, self.store)
         return await report.run(probe=probe)
-
-
-def _utc(moment: datetime) -> datetime:
-    return ensure_utc(moment)
 
 
 def fuse_ranked(channels: Mapping[str, list[dict[str, Any]]], *, now: datetime) -> list[Hit]:

@@ -13,7 +13,7 @@ from memory_orchestrator.ports import BackendHealth, HealthCheck, OrchestratorEr
 
 _PROBE = """
 CREATE (m:Memory {uid: $uid, store: $store, id: 'health-probe', content: 'health probe',
-                  forgotten: false, created_at: datetime(), updated_at: datetime()})
+                  forgotten: false, created_at: timestamp() * 1000, updated_at: timestamp() * 1000})
 WITH m
 MATCH (back:Memory {uid: $uid})
 RETURN back.content AS content

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memory_orchestrator.adapters.neo4j.cypher import EDGE_TYPES_BY_RELATIONSHIP, RELATIONSHIP_TYPES
@@ -23,11 +23,26 @@ def uid(store: str, memory_id: str) -> str:
     return f"{store}:{memory_id}"
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def micros(moment: datetime) -> int:
+    """``moment`` as integer microseconds since the Unix epoch: how the store keeps every timestamp.
+
+    Integers are exact, order and index like the instants they stand for, and the Python driver decodes
+    them about a hundred times faster than Neo4j ``DateTime`` values (which dominated read latency).
+    """
+    delta = ensure_utc(moment) - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
 def to_native(value: Any) -> datetime:
-    """A Neo4j ``DateTime`` (or a Python datetime) as an aware UTC datetime."""
+    """A stored timestamp (microseconds, or a Neo4j/Python datetime) as an aware UTC datetime."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return _EPOCH + timedelta(microseconds=value)
     native = value.to_native() if hasattr(value, "to_native") else value
     if not isinstance(native, datetime):
-        raise TypeError(f"expected a datetime, got {type(value).__name__}")
+        raise TypeError(f"expected a timestamp, got {type(value).__name__}")
     return ensure_utc(native)
 
 
@@ -101,8 +116,8 @@ def memory_properties(
         "entities": list(entities),
         "entity_keys": [name.casefold() for name in entities],
         "source": memory.source,
-        "created_at": created_at,
-        "updated_at": now,
+        "created_at": micros(created_at),
+        "updated_at": micros(now),
         "metadata": json.dumps(dict(memory.metadata), sort_keys=True),
         "forgotten": False,
     }
@@ -128,7 +143,7 @@ def edge_params(store: str, edge: Edge, at: datetime) -> dict[str, Any]:
         "type": RELATIONSHIP_TYPES[edge.type],
         "weight": float(edge.weight),
         "metadata": json.dumps(dict(edge.metadata), sort_keys=True),
-        "created_at": ensure_utc(edge.created_at) if edge.created_at else at,
+        "created_at": micros(edge.created_at or at),
     }
 
 
@@ -153,13 +168,13 @@ def filter_params(
     With ``as_of`` memories created after ``now`` (default: the wall clock) are invisible.
     """
     window = filters.time_range
-    moment = (ensure_utc(now) if now is not None else datetime.now(UTC)) if as_of else None
+    moment = micros(now if now is not None else datetime.now(UTC)) if as_of else None
     return {
         "store": store,
         "now": moment,
         "categories": list(filters.categories) or None,
         "sources": list(filters.sources) or None,
-        "start": ensure_utc(window.start) if window and window.start else None,
-        "end": ensure_utc(window.end) if window and window.end else None,
+        "start": micros(window.start) if window and window.start else None,
+        "end": micros(window.end) if window and window.end else None,
         "filter_entity_uids": [uid(store, name.casefold()) for name in filters.entities] or None,
     }

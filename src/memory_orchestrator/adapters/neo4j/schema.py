@@ -5,6 +5,7 @@ since node keys need Enterprise). ``dedup_key = store + ':' + content_hash`` is 
 written with dedup, and its uniqueness constraint is what makes concurrent identical writes safe.
 Entity names are ``(:Entity {uid = store + ':' + casefolded name})`` nodes linked by ``MENTIONS``, so
 entity anchors, filters and counts are index lookups rather than scans of list properties.
+Timestamps (``created_at``, ``updated_at``, ``at`` ...) are integer microseconds since the Unix epoch.
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from memory_orchestrator.adapters.neo4j.rows import (
     entity_params,
     lucene_query,
     memory_properties,
+    micros,
     record_from_node,
     sketch_from_node,
     uid,
@@ -88,7 +89,7 @@ class MemoryWriter:
                 entities=entity_params(self.store, entities),
                 edges=[edge_params(self.store, edge, now) for edge in edges],
                 seq=next_sequence(),
-                written_at=now,
+                written_at=micros(now),
             )
         except UniquenessConflict:
             return await self._concurrent_duplicate(memory)
@@ -108,9 +109,9 @@ class MemoryWriter:
             "hash": content_hash(memory.content),
             "source": memory.source,
             "id": new.id,
-            "at": new.created_at,
-            "window_start": new.created_at - window,
-            "window_end": new.created_at + window,
+            "at": micros(new.created_at),
+            "window_start": micros(new.created_at - window),
+            "window_end": micros(new.created_at + window),
             # One more than each rule keeps, so a tie at the cut is still seen by the rules.
             "causal_window": self.limits.causal_window + 1,
             "proximity_max": self.limits.proximity_max + 1,
@@ -156,7 +157,7 @@ class MemoryWriter:
             "target_uid": params["to"],
             "source_id": stored.source,
             "seq": next_sequence(),
-            "written_at": now,
+            "written_at": micros(now),
         }
 
         async def work(tx: Any) -> bool:
@@ -184,7 +185,7 @@ class MemoryWriter:
             store=self.store,
             uid=uid(self.store, memory_id),
             seq=next_sequence(),
-            written_at=datetime.now(UTC),
+            written_at=micros(datetime.now(UTC)),
         )
         if not rows:
             raise NotFound(f"unknown or forgotten memory id: {memory_id}")
