@@ -176,3 +176,10 @@ def test_every_tunable_of_the_domain_is_configurable() -> None:
 def test_cache_ttl_reaches_the_pipeline(tmp_path: Path) -> None:
     config = write_toml(tmp_path / "cache.toml", "[cache]\nknown_entities_ttl_s = 0\n")
     assert load_settings(config).pipeline_config().known_entities_ttl_s == 0
+
+
+def test_annotated_example_file_is_valid_and_documents_the_defaults() -> None:
+    example = Path(__file__).parents[2] / "orchestrator.example.toml"
+    settings = load_settings(example)
+    assert settings.pipeline_config() == PipelineConfig()
+    assert settings.backend.name == "sqlite"

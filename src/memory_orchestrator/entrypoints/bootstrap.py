@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memory_orchestrator.entrypoints.retrying_backend import RetryingBackend, RetryPolicy
 from memory_orchestrator.entrypoints.settings import Settings
 from memory_orchestrator.plugins.manager import PluginManager, load_plugins
 from memory_orchestrator.ports import MemoryBackend, PluginError, Scorer, TraceStore
@@ -38,12 +39,22 @@ def build_plugins(settings: Settings) -> PluginManager:
 def build_backend(
     settings: Settings, plugins: PluginManager, *, name: str | None = None, store: str | None = None
 ) -> MemoryBackend:
-    """An unopened backend from the factory its plugin registered; ``store`` overrides the namespace."""
+    """An unopened backend from the factory its plugin registered; ``store`` overrides the namespace.
+
+    With ``retry.attempts > 1`` reads that fail with ``BackendUnavailable`` are retried.
+    """
     backend_name = name or settings.backend.name
     options = settings.backend_options(backend_name)
     if store is not None:
         options["store"] = store
-    return plugins.create_backend(backend_name, options)
+    backend = plugins.create_backend(backend_name, options)
+    retry = settings.retry
+    if retry.attempts <= 1:
+        return backend
+    policy = RetryPolicy(
+        attempts=retry.attempts, backoff_s=retry.backoff_s, max_backoff_s=retry.max_backoff_s
+    )
+    return RetryingBackend(backend, policy)
 
 
 def build_scorers(settings: Settings, plugins: PluginManager) -> tuple[Scorer, ...]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
@@ -205,7 +206,12 @@ def write(
         list[str] | None, typer.Option("--caused-by", help="Id of a cause (causal edge).")
     ] = None,
     replace: Annotated[bool, typer.Option(help="Turn a near duplicate into an update.")] = False,
-    auto_link: Annotated[bool, typer.Option("--auto-link/--no-auto-link")] = True,
+    auto_link: Annotated[
+        bool | None,
+        typer.Option(
+            "--auto-link/--no-auto-link", help="Link to nearby memories (default: features.auto_link)."
+        ),
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Store a memory through the write path: duplicate check, supersession, links."""
@@ -219,10 +225,13 @@ def write(
     )
     # An edge whose source is "" starts at the new memory; a cause points at it instead.
     links = tuple(Edge(cause, "", EdgeType.CAUSAL) for cause in caused_by or ())
-    request = WriteRequest(
-        memory=memory, links=links, supersedes=tuple(supersedes or ()), replace=replace, auto_link=auto_link
-    )
-    outcome = with_runtime(ctx, lambda rt: rt.orchestrator.write(request))
+    request = WriteRequest(memory=memory, links=links, supersedes=tuple(supersedes or ()), replace=replace)
+
+    def linked(runtime: Runtime) -> WriteRequest:
+        chosen = runtime.settings.features.auto_link if auto_link is None else auto_link
+        return dataclasses.replace(request, auto_link=chosen)
+
+    outcome = with_runtime(ctx, lambda rt: rt.orchestrator.write(linked(rt)))
     if as_json:
         print_json(outcome.to_dict())
         return

@@ -209,7 +209,6 @@ class CacheSection(Section):
     """Time-to-live of in-process caches, in seconds (0 disables)."""
 
     known_entities_ttl_s: float = Field(default=300.0, ge=0, le=86400)
-    plan_ttl_s: float = Field(default=60.0, ge=0, le=86400)
 
 
 class AuthToken(Section):
@@ -239,10 +238,12 @@ class AuthSection(Section):
 class FeaturesSection(Section):
     """Feature flags."""
 
+    #: Default of ``auto_link`` for writes (CLI ``write``; MCP ``memory_write``).
     auto_link: bool = True
+    #: Keep traces in the trace database (``trace show`` / ``replay`` across processes).
     store_traces: bool = True
+    #: Offer the MCP session tools (changes, why, session summary).
     session_tools: bool = True
-    vector_search: bool = False
 
 
 def _default_data_dir() -> Path:
