@@ -24,7 +24,7 @@ from memory_orchestrator.entrypoints.mcp_server import (
     serve_http,
     serve_stdio,
 )
-from memory_orchestrator.entrypoints.mcp_tools import ServerOptions, StoreHandle, StoreOpener
+from memory_orchestrator.entrypoints.mcp_state import ServerOptions, StoreHandle, StoreOpener
 from memory_orchestrator.entrypoints.settings import Settings
 from memory_orchestrator.ports import OrchestratorError
 

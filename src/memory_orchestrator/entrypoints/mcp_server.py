@@ -37,15 +37,14 @@ from memory_orchestrator.entrypoints.auth import (
     caller_from_scope,
     check_bind,
 )
-from memory_orchestrator.entrypoints.mcp_tools import (
+from memory_orchestrator.entrypoints.mcp_state import (
     ServerOptions,
     ServerState,
     StoreOpener,
     StorePool,
     ToolCall,
-    ToolSpec,
-    tool_specs,
 )
+from memory_orchestrator.entrypoints.mcp_tools import ToolSpec, tool_specs
 from memory_orchestrator.entrypoints.schemas import validate_input
 from memory_orchestrator.ports import (
     AccessDenied,
