@@ -360,3 +360,13 @@ async def test_each_call_logs_one_json_line_without_the_query(caplog: pytest.Log
     assert search["results"] == 1 and search["candidates"]["retrieved"] >= 1
     assert search["trace_id"].startswith("tr-") and search["latency_ms"] >= 0
     assert "secret question" not in caplog.text
+
+
+@pytest.mark.anyio
+async def test_session_tools_can_be_switched_off() -> None:
+    stores = Stores(FixedClock(START), PipelineConfig())
+    server = build_server(stores.open, ServerOptions(session_tools=False))
+    async with Client(server) as client:
+        names = {tool.name for tool in (await client.list_tools()).tools}
+    assert len(names) == 9
+    assert not names & {"memory_changes", "memory_why", "memory_session_summary"}

@@ -99,7 +99,7 @@ def _tool_error(exc: Exception) -> ToolError:
     if isinstance(exc, AccessDenied):
         return ToolError(str(exc))
     if isinstance(exc, InvalidRequest):
-        return ToolError(f"invalid request: {exc}")
+        return ToolError(f"invalid arguments: {exc}")
     if isinstance(exc, NotFound):
         return ToolError(f"not found: {exc}")
     if isinstance(exc, BackendUnavailable):
@@ -116,15 +116,15 @@ def _make_tool(spec: ToolSpec) -> Tool:
         call = ToolCall(spec.name, LOCAL_CALLER, state.options.default_store, state)
         status = "ok"
         try:
-            payload = validate_input(spec.input_model, arguments)
+            try:
+                payload = validate_input(spec.input_model, arguments)
+            except ValueError as exc:
+                raise InvalidRequest(str(exc).removeprefix("invalid arguments: ")) from None
             call.caller = _resolve_caller(ctx, state.options)
             call.store = _choose_store(getattr(payload, "store", None), call.caller, state.options)
             if not (spec.anonymous and call.caller.anonymous):
                 call.caller.check(spec.name, call.store)
             return await spec.body(payload, call)
-        except ValueError as exc:
-            status = "invalid"
-            raise ToolError(str(exc)) from None
         except Exception as exc:
             status = type(exc).__name__
             if not isinstance(exc, InvalidRequest | NotFound | AccessDenied | BackendError):
