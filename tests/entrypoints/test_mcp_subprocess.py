@@ -99,6 +99,40 @@ async def test_scripted_stdio_session_over_sqlite(tmp_path: Path) -> None:
     assert not any("default backend" in json.dumps(line) for line in calls)  # queries are not logged
 
 
+@pytest.mark.anyio
+async def test_session_tools_over_stdio_and_sqlite(tmp_path: Path) -> None:
+    with (tmp_path / "stderr.log").open("w+") as errlog:
+        async with stdio_session(tmp_path, errlog) as client:
+            cause = await ok(
+                client, "memory_write", {"content": "CI minutes ran out in March", "entities": ["CI"]}
+            )
+            decision = await ok(
+                client,
+                "memory_write",
+                {"content": "We decided to cache wheels in CI", "category": "decision", "entities": ["CI"]},
+            )
+            await ok(
+                client, "memory_link", {"source": cause["id"], "target": decision["id"], "type": "causal"}
+            )
+            saved = await ok(
+                client,
+                "memory_session_summary",
+                {"session_id": "ci-1", "decisions": ["Keep the wheel cache for 7 days"], "entities": ["CI"]},
+            )
+            why = await ok(client, "memory_why", {"question": "why do we cache wheels in CI?"})
+            changes = await ok(client, "memory_changes", {"since": "1 hour", "entity": "CI"})
+            since_session = await ok(client, "memory_changes", {"since": "last session"})
+            context = await ok(client, "memory_context", {"scope": "CI", "response_budget": {"max_items": 5}})
+    assert saved["written"][0]["action"] == "added"
+    assert [(link["role"], link["memory_id"]) for link in why["chain"]][:2] == [
+        ("cause", cause["id"]),
+        ("decision", decision["id"]),
+    ]
+    assert {cause["id"], decision["id"], saved["written"][0]["id"]} <= set(changes["added"])
+    assert since_session["added"] == []
+    assert saved["written"][0]["id"] in [item["memory_id"] for item in context["items"]]
+
+
 def _free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
