@@ -291,8 +291,8 @@ class SqliteBackend(AsyncLifecycle):
 
     async def _entity_names(self, limit: int) -> list[str]:
         sql = "SELECT name FROM entity_stats WHERE uses > 0 ORDER BY uses DESC, entity_norm LIMIT ?"
-        async with self.db.execute(sql, (limit,)) as cursor:
-            return [str(row[0]) for row in await cursor.fetchall()]
+        rows = await self.db.execute_fetchall(sql, (limit,))
+        return [str(row[0]) for row in rows]
 
     async def neighbors(
         self,
@@ -317,8 +317,7 @@ class SqliteBackend(AsyncLifecycle):
         validate_limit(limit)
         sql = "SELECT kind, memory_id, at, detail FROM oplog WHERE at >= ? ORDER BY at, seq LIMIT ?"
         with self._translated("changes"):
-            async with self.db.execute(sql, (stamp(since), limit)) as cursor:
-                rows = list(await cursor.fetchall())
+            rows = list(await self.db.execute_fetchall(sql, (stamp(since), limit)))
             records = await active_records(self.db, (row[1] for row in rows))
         return [
             Change(ChangeKind(row[0]), row[1], parse_timestamp(row[2]), records.get(row[1]), row[3])
@@ -339,9 +338,8 @@ class SqliteBackend(AsyncLifecycle):
         """Number of stored memories (active only unless asked)."""
         sql = "SELECT count(*) FROM memories" + ("" if include_forgotten else " WHERE deleted_at IS NULL")
         with self._translated("count"):
-            async with self.db.execute(sql) as cursor:
-                row = await cursor.fetchone()
-        return int(row[0]) if row else 0
+            rows = list(await self.db.execute_fetchall(sql))
+        return int(rows[0][0]) if rows else 0
 
     async def all_records(self) -> list[MemoryRecord]:
         """Every active memory, oldest first (exports and tests)."""

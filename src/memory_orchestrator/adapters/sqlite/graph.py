@@ -69,8 +69,7 @@ async def _hop_rows(
     )
     ids, types = json.dumps(frontier), json.dumps(kinds)
     params = (ids, types, *clause.params, ids, types, *clause.params, cap)
-    async with db.execute(sql, params) as cursor:
-        rows = await cursor.fetchall()
+    rows = list(await db.execute_fetchall(sql, params))
     return [(edge_from_row(row), row[6], row[7]) for row in rows]
 
 

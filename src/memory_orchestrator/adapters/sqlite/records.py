@@ -24,9 +24,8 @@ async def superseders(db: aiosqlite.Connection, ids: Iterable[str]) -> dict[str,
         "WHERE e.type = 'supersedes' AND e.target_id IN (SELECT value FROM json_each(?)) "
         "ORDER BY e.source_id"
     )
-    async with db.execute(sql, (json.dumps(wanted),)) as cursor:
-        async for target, source in cursor:
-            found.setdefault(target, []).append(source)
+    for target, source in await db.execute_fetchall(sql, (json.dumps(wanted),)):
+        found.setdefault(target, []).append(source)
     return found
 
 
@@ -38,8 +37,7 @@ async def records_from_rows(db: aiosqlite.Connection, rows: Sequence[Sequence[An
 
 async def select_records(db: aiosqlite.Connection, sql: str, params: Sequence[Any]) -> list[MemoryRecord]:
     """Run a query selecting ``MEMORY_COLUMNS`` first and return its records in order."""
-    async with db.execute(sql, tuple(params)) as cursor:
-        rows = list(await cursor.fetchall())
+    rows = list(await db.execute_fetchall(sql, tuple(params)))
     return await records_from_rows(db, rows)
 
 

@@ -10,6 +10,7 @@ import aiosqlite
 
 from memory_orchestrator.adapters.sqlite.records import records_from_rows, select_records
 from memory_orchestrator.adapters.sqlite.rows import MEMORY_COLUMNS, fts_query, visible_clause
+from memory_orchestrator.adapters.sqlite.terms import selective_terms
 from memory_orchestrator.ports import Filters, Hit, MemoryRecord
 
 #: Reciprocal-rank-fusion constant and channel weights of ``recall`` (same as the in-memory backend).
@@ -21,7 +22,7 @@ async def keyword(
     db: aiosqlite.Connection, tokens: Sequence[str], filters: Filters, now: datetime | None, limit: int
 ) -> list[tuple[MemoryRecord, float]]:
     """FTS5 BM25 matches (score: higher is better), best first, ties by id."""
-    query = fts_query(tokens)
+    query = fts_query(await selective_terms(db, tokens))
     if query is None:
         return []
     clause = visible_clause(filters, now)
@@ -30,8 +31,7 @@ async def keyword(
         f"JOIN memories m ON m.rowid = memories_fts.rowid "
         f"WHERE memories_fts MATCH ? AND {clause.text()} ORDER BY bm25(memories_fts), m.id LIMIT ?"
     )
-    async with db.execute(sql, (query, *clause.params, limit)) as cursor:
-        rows = list(await cursor.fetchall())
+    rows = list(await db.execute_fetchall(sql, (query, *clause.params, limit)))
     records = await records_from_rows(db, rows)
     return [(record, float(row[-1])) for record, row in zip(records, rows, strict=True)]
 

@@ -67,6 +67,9 @@ CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
     tokens, tokenize = 'unicode61 remove_diacritics 0'
 );
 
+-- Document frequency per term, to leave out terms so common that matching them costs a scan.
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_vocab USING fts5vocab(memories_fts, 'row');
+
 CREATE TABLE IF NOT EXISTS oplog (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,
     kind TEXT NOT NULL,

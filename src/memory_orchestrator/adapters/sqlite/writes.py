@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from datetime import timedelta
 
 import aiosqlite
 
 from memory_orchestrator.adapters.sqlite.rows import as_json, fts_query, stamp
+from memory_orchestrator.adapters.sqlite.terms import selective_terms
 from memory_orchestrator.ports import ChangeKind, MemoryRecord, parse_timestamp
 from memory_orchestrator.ports.autolinks import DEFAULT_LIMITS, LinkLimits, MemorySketch
 from memory_orchestrator.ports.text import tokenize
 
 #: Lexically similar memories fetched from FTS as candidates for semantic edges.
 LEXICAL_CANDIDATES = 20
-#: Query terms used to find them (the longest ones: long words are the rarer, more telling ones).
-LEXICAL_TERMS = 16
+#: Query terms used to find them (the rarest ones: they are the telling ones and the cheap ones).
+LEXICAL_TERMS = 8
 
 
 async def find_active_duplicate(db: aiosqlite.Connection, digest: str) -> str | None:
@@ -25,92 +25,80 @@ async def find_active_duplicate(db: aiosqlite.Connection, digest: str) -> str | 
         "SELECT id FROM memories WHERE content_hash = ? AND deleted_at IS NULL "
         "ORDER BY created_at, id LIMIT 1"
     )
-    async with db.execute(sql, (digest,)) as cursor:
-        row = await cursor.fetchone()
-    return str(row[0]) if row else None
+    rows = list(await db.execute_fetchall(sql, (digest,)))
+    return str(rows[0][0]) if rows else None
 
 
-async def _ids(db: aiosqlite.Connection, sql: str, params: Sequence[object]) -> list[str]:
-    async with db.execute(sql, tuple(params)) as cursor:
-        return [str(row[0]) for row in await cursor.fetchall()]
+def _nearest(where: str, order: str) -> str:
+    return (
+        "SELECT id FROM (SELECT id FROM memories WHERE deleted_at IS NULL "
+        f"AND {where} ORDER BY {order} LIMIT ?)"
+    )
+
+
+def _nearest_carriers(comparison: str, order: str) -> str:
+    return (
+        "SELECT id FROM (SELECT memory_id AS id FROM memory_entities "
+        f"WHERE entity_norm = ? AND created_at {comparison} ? ORDER BY {order} LIMIT ?)"
+    )
 
 
 async def candidate_ids(
     db: aiosqlite.Connection, new: MemorySketch, limits: LinkLimits = DEFAULT_LIMITS
 ) -> set[str]:
-    """Every memory the link rules could pick for ``new``, each found through an index."""
+    """Every memory the link rules could pick for ``new``, each found through an index.
+
+    One compound query (a single round trip): same source around ``created_at``, anything within the
+    proximity window, the nearest carriers of each entity, and the lexically closest memories.
+    """
     at = stamp(new.created_at)
     window = timedelta(hours=limits.proximity_hours)
     low, high = stamp(new.created_at - window), stamp(new.created_at + window)
-    active = "SELECT id FROM memories WHERE deleted_at IS NULL AND "
-    queries: list[tuple[str, tuple[object, ...]]] = [
+    parts: list[tuple[str, tuple[object, ...]]] = [
         (
-            active + "source = ? AND created_at <= ? ORDER BY created_at DESC, id DESC LIMIT ?",
+            _nearest("source = ? AND created_at <= ?", "created_at DESC, id DESC"),
             (new.source, at, limits.causal_window + 1),
         ),
-        (active + "source = ? AND created_at >= ? ORDER BY created_at, id LIMIT 2", (new.source, at)),
-        (
-            active + "created_at BETWEEN ? AND ? ORDER BY created_at DESC LIMIT ?",
-            (low, at, limits.proximity_max + 1),
-        ),
-        (
-            active + "created_at BETWEEN ? AND ? ORDER BY created_at LIMIT ?",
-            (at, high, limits.proximity_max + 1),
-        ),
+        (_nearest("source = ? AND created_at >= ?", "created_at, id"), (new.source, at, 2)),
+        (_nearest("created_at BETWEEN ? AND ?", "created_at DESC"), (low, at, limits.proximity_max + 1)),
+        (_nearest("created_at BETWEEN ? AND ?", "created_at"), (at, high, limits.proximity_max + 1)),
     ]
     per_name = limits.entity_per_name + 1
     for name in sorted(new.entities):
-        queries.append(
-            (
-                "SELECT memory_id FROM memory_entities WHERE entity_norm = ? AND created_at <= ? "
-                "ORDER BY created_at DESC LIMIT ?",
-                (name, at, per_name),
-            )
+        parts.append((_nearest_carriers("<=", "created_at DESC"), (name, at, per_name)))
+        parts.append((_nearest_carriers(">=", "created_at"), (name, at, per_name)))
+    query = fts_query(await selective_terms(db, sorted(new.tokens), most=LEXICAL_TERMS))
+    if query is not None:
+        lexical = (
+            "SELECT id FROM (SELECT m.id AS id FROM memories_fts "
+            "JOIN memories m ON m.rowid = memories_fts.rowid "
+            "WHERE memories_fts MATCH ? AND m.deleted_at IS NULL ORDER BY bm25(memories_fts) LIMIT ?)"
         )
-        queries.append(
-            (
-                "SELECT memory_id FROM memory_entities WHERE entity_norm = ? AND created_at >= ? "
-                "ORDER BY created_at LIMIT ?",
-                (name, at, per_name),
-            )
-        )
-    found: set[str] = set()
-    for sql, params in queries:
-        found.update(await _ids(db, sql, params))
-    found.update(await _lexical_ids(db, new))
+        parts.append((lexical, (query, LEXICAL_CANDIDATES)))
+    sql = " UNION ".join(part for part, _ in parts)
+    params = [value for _, values in parts for value in values]
+    found = {str(row[0]) for row in await db.execute_fetchall(sql, params)}
     found.discard(new.id)
     return found
 
 
-async def _lexical_ids(db: aiosqlite.Connection, new: MemorySketch) -> list[str]:
-    terms = sorted(new.tokens, key=lambda token: (-len(token), token))[:LEXICAL_TERMS]
-    query = fts_query(terms)
-    if query is None:
-        return []
-    sql = (
-        "SELECT m.id FROM memories_fts JOIN memories m ON m.rowid = memories_fts.rowid "
-        "WHERE memories_fts MATCH ? AND m.deleted_at IS NULL ORDER BY bm25(memories_fts) LIMIT ?"
-    )
-    return await _ids(db, sql, (query, LEXICAL_CANDIDATES))
-
-
 async def load_sketches(db: aiosqlite.Connection, ids: set[str]) -> list[MemorySketch]:
-    """Sketches of the candidate memories (content tokenized here, entity names casefolded)."""
+    """Sketches of the candidate memories; tokens come from the FTS row (already tokenized once)."""
     if not ids:
         return []
     sql = (
-        "SELECT id, content, source, created_at, entities FROM memories "
-        "WHERE id IN (SELECT value FROM json_each(?)) AND deleted_at IS NULL"
+        "SELECT m.id, m.content, m.source, m.created_at, m.entities, f.tokens FROM memories m "
+        "JOIN memories_fts f ON f.rowid = m.rowid "
+        "WHERE m.id IN (SELECT value FROM json_each(?)) AND m.deleted_at IS NULL"
     )
-    async with db.execute(sql, (json.dumps(sorted(ids)),)) as cursor:
-        rows = await cursor.fetchall()
+    rows = await db.execute_fetchall(sql, (json.dumps(sorted(ids)),))
     return [
         MemorySketch(
             id=row[0],
             content=row[1],
             source=row[2],
             created_at=parse_timestamp(row[3]),
-            tokens=frozenset(tokenize(row[1])),
+            tokens=frozenset(row[5].split()),
             entities=frozenset(name.casefold() for name in json.loads(row[4])),
         )
         for row in rows
@@ -122,13 +110,13 @@ async def entity_counts(db: aiosqlite.Connection, names: frozenset[str]) -> dict
     if not names:
         return {}
     sql = "SELECT entity_norm, uses FROM entity_stats WHERE entity_norm IN (SELECT value FROM json_each(?))"
-    async with db.execute(sql, (json.dumps(sorted(names)),)) as cursor:
-        return {str(row[0]): int(row[1]) for row in await cursor.fetchall()}
+    rows = await db.execute_fetchall(sql, (json.dumps(sorted(names)),))
+    return {str(row[0]): int(row[1]) for row in rows}
 
 
 async def insert_memory(db: aiosqlite.Connection, record: MemoryRecord, digest: str, dedup: bool) -> None:
     """Insert the memory, its FTS row, its entity rows and entity statistics."""
-    cursor = await db.execute(
+    rowid = await db.execute_insert(
         "INSERT INTO memories (id, content, content_hash, dedup_key, category, importance, tags, entities, "
         "source, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
@@ -146,10 +134,9 @@ async def insert_memory(db: aiosqlite.Connection, record: MemoryRecord, digest: 
             stamp(record.updated_at),
         ),
     )
-    rowid = cursor.lastrowid
-    await cursor.close()
     await db.execute(
-        "INSERT INTO memories_fts (rowid, tokens) VALUES (?, ?)", (rowid, " ".join(tokenize(record.content)))
+        "INSERT INTO memories_fts (rowid, tokens) VALUES (?, ?)",
+        (rowid[0] if rowid else None, " ".join(tokenize(record.content))),
     )
     spellings = {name.casefold(): name for name in reversed(record.entities)}
     created = stamp(record.created_at)
@@ -169,7 +156,10 @@ async def remove_from_indexes(db: aiosqlite.Connection, memory_id: str) -> None:
     await db.execute(
         "DELETE FROM memories_fts WHERE rowid = (SELECT rowid FROM memories WHERE id = ?)", (memory_id,)
     )
-    norms = await _ids(db, "SELECT entity_norm FROM memory_entities WHERE memory_id = ?", (memory_id,))
+    rows = await db.execute_fetchall(
+        "SELECT entity_norm FROM memory_entities WHERE memory_id = ?", (memory_id,)
+    )
+    norms = [str(row[0]) for row in rows]
     await db.execute("DELETE FROM memory_entities WHERE memory_id = ?", (memory_id,))
     await db.executemany(
         "UPDATE entity_stats SET uses = uses - 1 WHERE entity_norm = ?", [(n,) for n in norms]

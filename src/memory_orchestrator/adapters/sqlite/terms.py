@@ -1,0 +1,44 @@
+"""Choosing which query terms reach FTS5: very common terms cost a scan and say little."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+import aiosqlite
+
+#: Below this many stored memories every term is used (small stores are cheap and exact).
+SMALL_STORE = 500
+#: A term in more than this share of memories (and more than MIN_COMMON_DOCS) is left out when rarer
+#: query terms exist: BM25 gives it little weight, yet scoring its matches dominates query time.
+COMMON_SHARE = 0.10
+MIN_COMMON_DOCS = 1000
+
+
+async def selective_terms(
+    db: aiosqlite.Connection, tokens: Sequence[str], *, most: int | None = None
+) -> list[str]:
+    """The query terms worth matching: known to the index, rarest first, very common ones dropped.
+
+    One round trip: document frequencies from the FTS vocabulary plus the store size (max rowid).
+    ``most`` keeps only that many of the rarest terms (candidate lookups on the write path).
+    """
+    unique = list(dict.fromkeys(tokens))
+    if not unique:
+        return []
+    sql = (
+        "SELECT term, doc, (SELECT max(rowid) FROM memories) FROM memories_vocab "
+        "WHERE term IN (SELECT value FROM json_each(?))"
+    )
+    rows = list(await db.execute_fetchall(sql, (json.dumps(sorted(unique)),)))
+    if not rows:
+        return []  # no term is indexed: nothing can match
+    size = int(rows[0][2] or 0)
+    frequencies = {str(row[0]): int(row[1]) for row in rows}
+    present = sorted(frequencies, key=lambda term: (frequencies[term], term))
+    if size < SMALL_STORE and most is None:
+        return present
+    limit = max(MIN_COMMON_DOCS, int(size * COMMON_SHARE))
+    rare = [term for term in present if frequencies[term] <= limit]
+    chosen = rare or present
+    return chosen[:most] if most is not None else chosen
