@@ -19,7 +19,6 @@ from memory_orchestrator.entrypoints.auth import (
     TokenRegistry,
     caller_from_scope,
     check_bind,
-    grants_from_config,
     hash_token,
     is_loopback,
 )
@@ -52,15 +51,6 @@ def test_an_anonymous_caller_may_only_check_health() -> None:
     anonymous = Caller("anonymous", frozenset(), write=False, anonymous=True)
     with pytest.raises(AccessDenied, match="needs a bearer token"):
         anonymous.check("memory_search", "default")
-
-
-def test_grants_from_config_validate_the_digest() -> None:
-    grants = grants_from_config(
-        [{"name": "ci", "sha256": hash_token("x").upper(), "stores": "ci", "write": True}]
-    )
-    assert grants == (TokenGrant("ci", hash_token("x"), ("ci",), True),)
-    with pytest.raises(ValueError, match="64 hex digits"):
-        grants_from_config([{"name": "bad", "sha256": "plain-token"}])
 
 
 @pytest.mark.parametrize(

@@ -81,27 +81,6 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def grants_from_config(entries: Iterable[Mapping[str, Any]]) -> tuple[TokenGrant, ...]:
-    """Build grants from config entries ``{name, sha256, stores, write}``; raises ``ValueError``."""
-    grants = []
-    for entry in entries:
-        digest = str(entry.get("sha256", "")).strip().lower()
-        if len(digest) != 64 or any(char not in "0123456789abcdef" for char in digest):
-            raise ValueError(f"token {entry.get('name')!r}: sha256 must be 64 hex digits (hash of the token)")
-        stores = entry.get("stores") or [ALL_STORES]
-        if isinstance(stores, str):
-            stores = [stores]
-        grants.append(
-            TokenGrant(
-                name=str(entry.get("name") or digest[:8]),
-                sha256=digest,
-                stores=tuple(str(store) for store in stores),
-                write=bool(entry.get("write", False)),
-            )
-        )
-    return tuple(grants)
-
-
 class TokenRegistry:
     """Looks up callers by bearer token (constant-time digest comparison)."""
 
