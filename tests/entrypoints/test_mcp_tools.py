@@ -370,3 +370,13 @@ async def test_session_tools_can_be_switched_off() -> None:
         names = {tool.name for tool in (await client.list_tools()).tools}
     assert len(names) == 9
     assert not names & {"memory_changes", "memory_why", "memory_session_summary"}
+
+
+@pytest.mark.anyio
+async def test_raised_trace_verbosity_logs_the_query(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="memory_orchestrator.mcp")
+    stores = Stores(FixedClock(START), PipelineConfig())
+    server = build_server(stores.open, ServerOptions(log_contents=True))
+    async with Client(server) as client:
+        await ok(client, "memory_search", {"query": "verbose question"})
+    assert json.loads(caplog.records[-1].getMessage())["query"] == "verbose question"
