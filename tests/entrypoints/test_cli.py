@@ -188,3 +188,13 @@ def test_real_subprocess_as_a_user_types_it(tmp_path: Path) -> None:
     assert failed.returncode == 6
     assert failed.stderr.strip().startswith("error: backend 'nope' is not registered")
     assert "Traceback" not in failed.stderr
+
+
+def test_health_of_an_unreachable_backend_is_a_report_not_a_crash(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ORCHESTRATOR_BACKEND__NEO4J__URI", "bolt://127.0.0.1:9")
+    monkeypatch.setenv("ORCHESTRATOR_RETRY__ATTEMPTS", "1")
+    result = runner.invoke(app, ["--backend", "neo4j", "health", "--json"])
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    assert (report["backend"], report["status"]) == ("neo4j", "error")
+    assert report["checks"][0]["name"] == "open"

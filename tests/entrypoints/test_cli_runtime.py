@@ -130,3 +130,11 @@ async def test_writes_are_not_retried() -> None:
         assert await backend.recent() == []
     assert inner.called("remember") == 1
     assert sleep.delays == []
+
+
+@pytest.mark.parametrize("name", ["memory", "sqlite", "neo4j"])
+def test_default_options_of_every_builtin_backend_are_accepted(name: str) -> None:
+    # Settings and adapters agree on option names: building (no I/O) must not raise.
+    settings = load_settings()
+    backend = build_backend(settings, build_plugins(settings), name=name)
+    assert backend.name == name

@@ -27,8 +27,11 @@ from memory_orchestrator.entrypoints.cli_state import (
 )
 from memory_orchestrator.evaluation.datasets import ingest, load_dataset
 from memory_orchestrator.ports import (
+    BackendError,
+    BackendHealth,
     Edge,
     EdgeType,
+    HealthCheck,
     Intent,
     NewMemory,
     RecallQuery,
@@ -180,8 +183,14 @@ def health(
     """Readiness of the configured backend; exits 1 when it is in error."""
 
     async def action() -> bool:
-        async with open_backend(settings_of(ctx)) as backend:
-            report = await backend.health(probe=probe)
+        settings = settings_of(ctx)
+        try:
+            async with open_backend(settings) as backend:
+                report = await backend.health(probe=probe)
+        except BackendError as exc:
+            # An unreachable store is a health answer, not a crash of the health command.
+            check = HealthCheck(name="open", status="error", detail=str(exc))
+            report = BackendHealth(backend=settings.backend.name, status="error", checks=(check,))
         if as_json:
             print_json(out.health_to_dict(report))
         else:

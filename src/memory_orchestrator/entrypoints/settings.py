@@ -82,9 +82,14 @@ class Neo4jSection(Section):
     database: str = "neo4j"
     store: StoreName = "default"
     max_connection_pool_size: int = Field(default=50, ge=1, le=1000)
-    connection_timeout_s: float = Field(default=30.0, gt=0, le=600)
-    encrypted: bool = False
-    trusted_certificates: Literal["system", "all"] | None = None
+    connection_timeout: float = Field(default=10.0, gt=0, le=600, description="seconds to connect")
+    connection_acquisition_timeout: float = Field(default=30.0, gt=0, le=600)
+    max_transaction_retry_time: float = Field(default=5.0, ge=0, le=600)
+    #: None: as the URI scheme says (``+s`` / ``+ssc`` schemes encrypt).
+    encrypted: bool | None = None
+    #: "system", "all" (trust any certificate) or a list of CA certificate files.
+    trusted_certificates: Literal["system", "all"] | list[str] | None = None
+    retry_attempts: int = Field(default=3, ge=1, le=10)
 
     @field_validator("uri")
     @classmethod
