@@ -234,7 +234,12 @@ def write(
     outcome = with_runtime(ctx, lambda rt: rt.orchestrator.write(linked(rt)))
     if as_json:
         print_json(outcome.to_dict())
-        return
+    else:
+        show_write_outcome(outcome)
+
+
+def show_write_outcome(outcome: Any) -> None:
+    """Print what a write did: action, duplicate, superseded memories, link candidates, warnings."""
     line = f"{outcome.action.value}: {outcome.id}"
     if outcome.duplicate_of:
         line += f" (duplicate of {outcome.duplicate_of})"

@@ -61,6 +61,8 @@ def settings_of(ctx: typer.Context) -> Settings:
     state = state_of(ctx)
     settings = load_settings(state.config)
     if state.backend:
+        if not state.backend.strip():
+            raise InvalidRequest("--backend must name a backend (see `orchestrator plugins`)")
         settings.backend.name = state.backend
     if state.store:
         apply_store(settings, state.store)

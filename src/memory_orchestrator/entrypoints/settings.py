@@ -9,17 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any
 
 from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
     Field,
-    SecretStr,
     ValidationError,
     field_validator,
 )
@@ -36,101 +31,53 @@ from memory_orchestrator.domain.config import (
     PipelineConfig,
     RankingWeights,
 )
+from memory_orchestrator.entrypoints.settings_sections import (
+    AuthSection,
+    AuthToken,
+    BackendSection,
+    CacheSection,
+    FeaturesSection,
+    MnemonSection,
+    Neo4jSection,
+    PluginsSection,
+    RetrySection,
+    ScorersSection,
+    Section,
+    SqliteSection,
+    StoreName,
+    TracesSection,
+)
 from memory_orchestrator.ports import EdgeType, Intent, InvalidRequest
+
+__all__ = [
+    "AuthSection",
+    "AuthToken",
+    "BackendSection",
+    "CacheSection",
+    "FeaturesSection",
+    "MnemonSection",
+    "Neo4jSection",
+    "PipelineSection",
+    "PluginsSection",
+    "RetrySection",
+    "ScorersSection",
+    "Settings",
+    "SqliteSection",
+    "TracesSection",
+    "WeightsSection",
+    "find_config_file",
+    "hash_token",
+    "load_settings",
+]
 
 ENV_PREFIX = "ORCHESTRATOR_"
 CONFIG_ENV = "ORCHESTRATOR_CONFIG"
 DEFAULT_CONFIG_NAME = "orchestrator.toml"
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_STORE = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 #: Defaults come from the domain's own dataclasses (slotted, so read from instances).
 _PIPELINE = PipelineConfig()
 _EXPANSION = ExpansionLimits()
 _WEIGHTS = RankingWeights()
 _config_file: ContextVar[Path | None] = ContextVar("orchestrator_config_file", default=None)
-
-
-class Section(BaseModel):
-    """Base of every section: unknown keys are errors (a misspelt key must not be ignored)."""
-
-    model_config = ConfigDict(extra="forbid", validate_assignment=True)
-
-
-def _check_store(value: str) -> str:
-    if not _STORE.match(value):
-        raise ValueError("store names use letters, digits, '_', '-' and '.', at most 64 characters")
-    return value
-
-
-#: A store (namespace) name.
-StoreName = Annotated[str, AfterValidator(_check_store)]
-
-
-class SqliteSection(Section):
-    """Options of the embedded SQLite backend."""
-
-    path: Path | None = Field(default=None, description="database file; default <data_dir>/memories.db")
-    store: StoreName = "default"
-
-
-class Neo4jSection(Section):
-    """Options of the Neo4j backend."""
-
-    uri: str = "bolt://localhost:7687"
-    user: str = "neo4j"
-    password: SecretStr = SecretStr("")
-    database: str = "neo4j"
-    store: StoreName = "default"
-    max_connection_pool_size: int = Field(default=50, ge=1, le=1000)
-    connection_timeout: float = Field(default=10.0, gt=0, le=600, description="seconds to connect")
-    connection_acquisition_timeout: float = Field(default=30.0, gt=0, le=600)
-    max_transaction_retry_time: float = Field(default=5.0, ge=0, le=600)
-    #: None: as the URI scheme says (``+s`` / ``+ssc`` schemes encrypt).
-    encrypted: bool | None = None
-    #: "system", "all" (trust any certificate) or a list of CA certificate files.
-    trusted_certificates: Literal["system", "all"] | list[str] | None = None
-    retry_attempts: int = Field(default=3, ge=1, le=10)
-
-    @field_validator("uri")
-    @classmethod
-    def _uri_scheme(cls, value: str) -> str:
-        schemes = ("bolt://", "bolt+s://", "bolt+ssc://", "neo4j://", "neo4j+s://", "neo4j+ssc://")
-        if not value.startswith(schemes):
-            raise ValueError(f"must start with one of {', '.join(schemes)}")
-        return value
-
-
-class MnemonSection(Section):
-    """Options of the Mnemon backend (binary on PATH by default)."""
-
-    binary: str = "mnemon"
-    data_dir: Path | None = None
-    store: StoreName = "default"
-
-
-class BackendSection(Section):
-    """Which backend to use and the options of each."""
-
-    name: str = Field(default="sqlite", min_length=1, description="a backend registered by a plugin")
-    memory: dict[str, Any] = Field(default_factory=dict)
-    sqlite: SqliteSection = SqliteSection()
-    neo4j: Neo4jSection = Neo4jSection()
-    mnemon: MnemonSection = MnemonSection()
-    #: Options of backends added by third-party plugins, by backend name.
-    extra: dict[str, dict[str, Any]] = Field(default_factory=dict)
-
-
-class PluginsSection(Section):
-    """Third-party plugins to load; ``allow`` unset loads every installed one (built-ins always load)."""
-
-    allow: list[str] | None = None
-
-
-class ScorersSection(Section):
-    """Plugin ranking signals: which are on (unset = every registered one) and their options."""
-
-    enabled: list[str] | None = None
-    options: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
 class WeightsSection(Section):
@@ -192,63 +139,6 @@ class PipelineSection(Section):
         for intent, row in value.items():
             merged[intent].update(row)
         return merged
-
-
-class RetrySection(Section):
-    """How a retryable backend failure (BackendUnavailable) is retried."""
-
-    attempts: int = Field(default=3, ge=1, le=10)
-    backoff_s: float = Field(default=0.2, ge=0, le=30)
-    max_backoff_s: float = Field(default=2.0, ge=0, le=120)
-
-
-class TracesSection(Section):
-    """Explain traces: how much they hold, how many are kept, where."""
-
-    verbosity: Literal["basic", "full"] = "basic"
-    retention: int = Field(default=1000, ge=0, le=1_000_000)
-    path: Path | None = Field(default=None, description="trace database; default <data_dir>/traces.db")
-
-
-class CacheSection(Section):
-    """Time-to-live of in-process caches, in seconds (0 disables)."""
-
-    known_entities_ttl_s: float = Field(default=300.0, ge=0, le=86400)
-
-
-class AuthToken(Section):
-    """An MCP bearer token, stored as its SHA-256 hex digest (never in clear)."""
-
-    name: str = Field(min_length=1, max_length=64)
-    sha256: SecretStr
-    stores: list[StoreName] = Field(default_factory=lambda: ["default"])
-    write: bool = False
-
-    @field_validator("sha256")
-    @classmethod
-    def _is_digest(cls, value: SecretStr) -> SecretStr:
-        if not _SHA256.match(value.get_secret_value()):
-            raise ValueError(
-                "must be the 64 hex digits of sha256(token); see `orchestrator config hash-token`"
-            )
-        return value
-
-
-class AuthSection(Section):
-    """Who may call the HTTP MCP server."""
-
-    tokens: list[AuthToken] = Field(default_factory=list)
-
-
-class FeaturesSection(Section):
-    """Feature flags."""
-
-    #: Default of ``auto_link`` for writes (CLI ``write``; MCP ``memory_write``).
-    auto_link: bool = True
-    #: Keep traces in the trace database (``trace show`` / ``replay`` across processes).
-    store_traces: bool = True
-    #: Offer the MCP session tools (changes, why, session summary).
-    session_tools: bool = True
 
 
 def _default_data_dir() -> Path:
