@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from memory_orchestrator.entrypoints import cli
 from memory_orchestrator.entrypoints.cli import app
 from memory_orchestrator.examples import example_path
 
@@ -198,3 +199,14 @@ def test_health_of_an_unreachable_backend_is_a_report_not_a_crash(monkeypatch: p
     report = json.loads(result.stdout)
     assert (report["backend"], report["status"]) == ("neo4j", "error")
     assert report["checks"][0]["name"] == "open"
+
+
+def test_commands_of_other_modules_are_mounted_when_present_and_skipped_when_missing() -> None:
+    help_text = invoke("--help").stdout
+    for command in ("serve", "eval", "bench", "search", "demo"):
+        assert command in help_text
+    before = len(cli.app.registered_commands)
+    cli._mount_optional("cli_not_written_yet", "app", "ghost", group=True)
+    cli._mount_optional("cli_eval", "no_such_attribute", "ghost", group=False)
+    assert len(cli.app.registered_commands) == before
+    assert "ghost" not in invoke("--help").stdout
