@@ -121,3 +121,18 @@ def test_link_candidates_flag_near_duplicates_first() -> None:
 def test_entities_for_merges_given_and_extracted_names() -> None:
     memory = NewMemory("Alice Smith moved the API to PostgreSQL", entities=("postgresql", "Billing"))
     assert entities_for(memory) == ("postgresql", "Billing", "Alice Smith", "API")
+
+
+def test_entities_for_adds_known_names_the_content_mentions() -> None:
+    memory = NewMemory("the kafka consumer lagged again")
+    assert entities_for(memory, {"kafka": "Kafka", "redis": "Redis"}) == ("Kafka",)
+
+
+def test_equal_similarity_goes_to_the_memory_nearest_in_time() -> None:
+    pool = [make("z-far", "postgres pool tuning", -50), make("a-near", "postgres pool tuning", -1)]
+    [edge] = [
+        e
+        for e in plan_edges(make("n", "postgres pool tuning", 0), pool, at=T0)
+        if e.type is EdgeType.SEMANTIC
+    ][:1]
+    assert edge.target == "a-near"

@@ -9,6 +9,8 @@ from memory_orchestrator.ports.text import (
     has_causal_cue,
     has_negation,
     jaccard,
+    matched_names,
+    name_candidates,
     normalise_content,
     overlap,
     tokenize,
@@ -107,3 +109,22 @@ def test_extract_entities_deduplicates_case_insensitively_preferring_known_spell
 
 def test_extract_entities_does_not_split_paths_or_urls() -> None:
     assert extract_entities("edit /etc/nginx/NginxConf.conf now") == ("/etc/nginx/NginxConf.conf",)
+
+
+def test_name_candidates_are_word_runs_without_edge_punctuation() -> None:
+    assert name_candidates("Use Node.js, (now)!", max_words=2) == {
+        "use",
+        "node.js",
+        "now",
+        "use node.js",
+        "node.js now",
+    }
+
+
+def test_matched_names_prefers_longest_and_keeps_order() -> None:
+    known = {"alice smith": "Alice Smith", "alice": "Alice", "kafka": "Kafka", "it": "IT"}
+    assert matched_names("kafka broke; alice smith and Alice fixed it", known) == [
+        "Kafka",
+        "Alice Smith",
+        "Alice",
+    ]

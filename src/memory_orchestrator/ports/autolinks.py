@@ -26,6 +26,7 @@ from memory_orchestrator.ports.text import (
     extract_entities,
     has_causal_cue,
     jaccard,
+    matched_names,
     overlap,
     tokenize,
 )
@@ -76,15 +77,18 @@ def sketch(record: MemoryRecord) -> MemorySketch:
     )
 
 
-def entities_for(memory: NewMemory, known: Iterable[str] = ()) -> tuple[str, ...]:
-    """The entities stored with ``memory``: the given ones, then those extracted from its content.
+def entities_for(memory: NewMemory, known: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The entities stored with ``memory``: the given ones, those extracted from its content, then the
+    store's known names (``known``: casefolded name -> spelling) that its content mentions.
 
-    Deduplicated case-insensitively (first spelling wins) and capped at ``MAX_ENTITIES``.
+    Deduplicated case-insensitively (first spelling wins) and capped at ``MAX_ENTITIES``. A backend
+    finds ``known`` by looking up ``ports.text.name_candidates(memory.content)`` among its names.
     """
     seen: set[str] = set()
     names: list[str] = []
-    extracted = extract_entities(memory.content, tuple(known))
-    for name in (*memory.entities, *extracted):
+    extracted = extract_entities(memory.content)
+    mentioned = matched_names(memory.content, known) if known else []
+    for name in (*memory.entities, *extracted, *mentioned):
         cleaned = name.strip()
         if cleaned and cleaned.casefold() not in seen and len(cleaned) <= 200:
             seen.add(cleaned.casefold())
@@ -123,6 +127,11 @@ def _hours_apart(a: datetime, b: datetime) -> float:
     return abs((a - b).total_seconds()) / 3600.0
 
 
+def _nearness(new: MemorySketch, item: MemorySketch) -> tuple[float, datetime, str]:
+    """Sort key: nearest in time first, then the earlier one, then the id (store-specific, last)."""
+    return (_hours_apart(item.created_at, new.created_at), item.created_at, item.id)
+
+
 def _temporal_edges(
     new: MemorySketch, pool: list[MemorySketch], at: datetime, limits: LinkLimits
 ) -> list[Edge]:
@@ -142,7 +151,7 @@ def _temporal_edges(
         for item in pool
         if item.id not in linked and _hours_apart(item.created_at, new.created_at) <= limits.proximity_hours
     ]
-    near.sort(key=lambda item: (_hours_apart(item.created_at, new.created_at), item.id))
+    near.sort(key=lambda item: _nearness(new, item))
     for item in near[: limits.proximity_max]:
         weight = round(1.0 / (1.0 + _hours_apart(item.created_at, new.created_at)), 6)
         edges.append(Edge(new.id, item.id, EdgeType.TEMPORAL, weight, {"sub_type": "proximity"}, at))
@@ -166,13 +175,13 @@ def _entity_edges(
     targets: dict[str, MemorySketch] = {}
     for name in sorted(new.entities):
         carriers = [item for item in pool if name in item.entities]
-        carriers.sort(key=lambda item: (_hours_apart(item.created_at, new.created_at), item.id))
+        carriers.sort(key=lambda item: _nearness(new, item))
         for item in carriers[: limits.entity_per_name]:
             shared_by_target.setdefault(item.id, []).append(name)
             targets[item.id] = item
     ranked = sorted(
         targets.values(),
-        key=lambda item: (-len(shared_by_target[item.id]), _hours_apart(item.created_at, new.created_at)),
+        key=lambda item: (-len(shared_by_target[item.id]), *_nearness(new, item)),
     )
     edges: list[Edge] = []
     for item in ranked[: limits.entity_max]:
@@ -218,16 +227,17 @@ def _similarity(new: MemorySketch, item: MemorySketch) -> float:
 def _semantic_edges(
     new: MemorySketch, pool: list[MemorySketch], at: datetime, limits: LinkLimits
 ) -> list[Edge]:
-    scored: list[tuple[float, str]] = []
+    scored: list[tuple[float, MemorySketch]] = []
     for item in pool:
         score_j = jaccard(new.tokens, item.tokens)
         score_o = overlap(new.tokens, item.tokens)
         if score_j >= limits.semantic_min_jaccard or score_o >= limits.semantic_min_overlap:
-            scored.append((max(score_j, score_o), item.id))
-    scored.sort(key=lambda pair: (-pair[0], pair[1]))
+            scored.append((max(score_j, score_o), item))
+    # Equal scores go to the memory nearest in time: ids differ between stores, times do not.
+    scored.sort(key=lambda pair: (-pair[0], *_nearness(new, pair[1])))
     return [
-        Edge(new.id, target, EdgeType.SEMANTIC, round(score, 6), {"sub_type": "lexical"}, at)
-        for score, target in scored[: limits.semantic_max]
+        Edge(new.id, item.id, EdgeType.SEMANTIC, round(score, 6), {"sub_type": "lexical"}, at)
+        for score, item in scored[: limits.semantic_max]
     ]
 
 
@@ -240,7 +250,7 @@ def link_candidates(
         for item in _unique_others(new, candidates)
     ]
     kept = [entry for entry in scored if entry[1] >= limits.candidate_min_similarity]
-    kept.sort(key=lambda entry: (-entry[0], -entry[1], entry[2].id))
+    kept.sort(key=lambda entry: (-entry[0], -entry[1], *_nearness(new, entry[2])))
     found: list[LinkCandidate] = []
     for score_j, score, item in kept[: limits.candidates_max]:
         near_duplicate = score_j >= limits.near_duplicate

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
 
@@ -236,6 +236,43 @@ def _known_pattern(known: tuple[str, ...]) -> tuple[re.Pattern[str] | None, dict
         return None, spellings
     alternatives = "|".join(re.escape(name) for name in sorted(spellings, key=len, reverse=True))
     return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE), spellings
+
+
+_WORD_EDGE_PUNCTUATION = ".,;:!?()[]{}<>\"'`“”‘’"
+
+
+def _name_words(text: str) -> list[str]:
+    words = (word.strip(_WORD_EDGE_PUNCTUATION).casefold() for word in text.split())
+    return [word for word in words if word]
+
+
+def name_candidates(text: str, max_words: int = 4) -> set[str]:
+    """Casefolded runs of 1 to ``max_words`` words of ``text``: the keys to look known names up by.
+
+    A store can match its known entity names against these in one indexed lookup instead of running
+    a pattern per name.
+    """
+    words = _name_words(text)
+    return {
+        " ".join(words[start : start + size])
+        for size in range(1, max_words + 1)
+        for start in range(len(words) - size + 1)
+    }
+
+
+def matched_names(text: str, known: Mapping[str, str], max_words: int = 4) -> list[str]:
+    """Known names (``known`` maps casefolded name -> spelling) appearing in ``text`` as whole words.
+
+    In order of first appearance, longest match first at each position; single stop words never match.
+    """
+    words = _name_words(text)
+    found: dict[str, str] = {}
+    for start in range(len(words)):
+        for size in range(min(max_words, len(words) - start), 0, -1):
+            key = " ".join(words[start : start + size])
+            if key in known and not (size == 1 and (key in STOP_WORDS or len(key) < 2)):
+                found.setdefault(key, known[key])
+    return list(found.values())
 
 
 def _free(claimed: list[tuple[int, int]], start: int, end: int) -> bool:

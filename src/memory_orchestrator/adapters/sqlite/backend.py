@@ -45,7 +45,8 @@ from memory_orchestrator.ports import (
     parse_timestamp,
 )
 from memory_orchestrator.ports.autolinks import entities_for, link_candidates, plan_edges, sketch
-from memory_orchestrator.ports.text import content_hash, extract_entities, tokenize
+from memory_orchestrator.ports.recall import fuse_recall
+from memory_orchestrator.ports.text import content_hash, extract_entities, name_candidates, tokenize
 from memory_orchestrator.ports.validation import (
     validate_edge,
     validate_hops,
@@ -162,24 +163,11 @@ class SqliteBackend(AsyncLifecycle):
         """Store ``memory`` with its automatic edges in one immediate transaction."""
         validate_new_memory(memory)
         digest = content_hash(memory.content)
-        now = self._now()
-        record = MemoryRecord(
-            id=f"mem-{uuid.uuid4().hex[:20]}",
-            content=memory.content,
-            created_at=ensure_utc(memory.created_at) if memory.created_at else now,
-            updated_at=now,
-            category=memory.category,
-            importance=memory.importance,
-            tags=tuple(memory.tags),
-            entities=entities_for(memory),
-            source=memory.source,
-            metadata=dict(memory.metadata),
-        )
         try:
             async with self._transaction("remember") as db:
                 if memory.dedup and (existing := await writes.find_active_duplicate(db, digest)):
                     return await self._skipped(db, existing)
-                return await self._insert(db, record, digest, memory.dedup, now)
+                return await self._insert(db, memory, digest)
         except BackendRejected:
             # A racing writer inserted the same content between our check and insert: it won.
             async with self._transaction("remember") as db:
@@ -192,14 +180,26 @@ class SqliteBackend(AsyncLifecycle):
         found = await active_records(db, [existing])
         return WriteResult(existing, WriteAction.SKIPPED, duplicate_of=existing, record=found.get(existing))
 
-    async def _insert(
-        self, db: aiosqlite.Connection, record: MemoryRecord, digest: str, dedup: bool, now: datetime
-    ) -> WriteResult:
+    async def _insert(self, db: aiosqlite.Connection, memory: NewMemory, digest: str) -> WriteResult:
+        now = self._now()
+        known = await writes.known_names(db, name_candidates(memory.content))
+        record = MemoryRecord(
+            id=f"mem-{uuid.uuid4().hex[:20]}",
+            content=memory.content,
+            created_at=ensure_utc(memory.created_at) if memory.created_at else now,
+            updated_at=now,
+            category=memory.category,
+            importance=memory.importance,
+            tags=tuple(memory.tags),
+            entities=entities_for(memory, known),
+            source=memory.source,
+            metadata=dict(memory.metadata),
+        )
         new = sketch(record)
         others = await writes.load_sketches(db, await writes.candidate_ids(db, new))
         counts = await writes.entity_counts(db, new.entities)
         edges = plan_edges(new, others, at=now, entity_counts=counts)
-        await writes.insert_memory(db, record, digest, dedup)
+        await writes.insert_memory(db, record, digest, memory.dedup)
         await graph.insert_edges(db, edges)
         await writes.log_change(db, ChangeKind.ADDED, record.id, stamp(now))
         created = Counter(edge.type.value for edge in edges)
@@ -279,7 +279,7 @@ class SqliteBackend(AsyncLifecycle):
             latest = await retrieval.newest(self.db, query.filters, now, query.limit)
         channels = {"keyword": [record for record, _ in scored], "entity": anchors, "recency": latest}
         scores = {record.id: score for record, score in scored}
-        return retrieval.fuse(channels, scores, now)[: query.limit]
+        return fuse_recall(channels, scores, now)[: query.limit]
 
     async def _known_names(self) -> list[str]:
         cached = self._known

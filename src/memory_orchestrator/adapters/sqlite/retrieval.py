@@ -1,9 +1,9 @@
-"""Reads in SQLite: BM25 keyword search, entity anchors, recency, and their fusion for ``recall``."""
+"""Reads in SQLite: BM25 keyword search, entity anchors and recency (fused by ``ports.recall``)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 
 import aiosqlite
@@ -11,11 +11,7 @@ import aiosqlite
 from memory_orchestrator.adapters.sqlite.records import records_from_rows, select_records
 from memory_orchestrator.adapters.sqlite.rows import MEMORY_COLUMNS, fts_query, visible_clause
 from memory_orchestrator.adapters.sqlite.terms import selective_terms
-from memory_orchestrator.ports import Filters, Hit, MemoryRecord
-
-#: Reciprocal-rank-fusion constant and channel weights of ``recall`` (same as the in-memory backend).
-RRF_K = 60
-RECALL_WEIGHTS: Mapping[str, float] = {"keyword": 1.0, "entity": 1.0, "recency": 0.5}
+from memory_orchestrator.ports import Filters, MemoryRecord
 
 
 async def keyword(
@@ -62,25 +58,3 @@ async def newest(
         f"ORDER BY m.created_at DESC, m.id DESC LIMIT ?"
     )
     return await select_records(db, sql, (*clause.params, limit))
-
-
-def fuse(channels: Mapping[str, list[MemoryRecord]], scores: Mapping[str, float], now: datetime) -> list[Hit]:
-    """Weighted reciprocal-rank fusion of the channel lists into recall hits, best first."""
-    totals: dict[str, float] = {}
-    records: dict[str, MemoryRecord] = {}
-    signals: dict[str, dict[str, float]] = {}
-    for channel, ranked in channels.items():
-        for rank, record in enumerate(ranked, start=1):
-            share = RECALL_WEIGHTS[channel] / (RRF_K + rank)
-            totals[record.id] = totals.get(record.id, 0.0) + share
-            records[record.id] = record
-            signals.setdefault(record.id, {})[channel] = round(share, 6)
-    hits: list[Hit] = []
-    for memory_id, total in totals.items():
-        record = records[memory_id]
-        parts = signals[memory_id]
-        parts["bm25"] = round(scores.get(memory_id, 0.0), 6)
-        parts["age_days"] = round(max(0.0, (now - record.created_at).total_seconds() / 86400), 3)
-        hits.append(Hit(record, round(total, 8), via="recall", signals=parts))
-    hits.sort(key=lambda hit: (-hit.score, hit.record.id))
-    return hits

@@ -105,6 +105,15 @@ async def load_sketches(db: aiosqlite.Connection, ids: set[str]) -> list[MemoryS
     ]
 
 
+async def known_names(db: aiosqlite.Connection, candidates: set[str]) -> dict[str, str]:
+    """Entity names of active memories among ``candidates`` (casefolded -> spelling), one lookup."""
+    if not candidates:
+        return {}
+    sql = "SELECT entity_norm, name FROM entity_stats WHERE entity_norm IN (SELECT value FROM json_each(?))"
+    rows = await db.execute_fetchall(sql, (json.dumps(sorted(candidates)),))
+    return {str(row[0]): str(row[1]) for row in rows}
+
+
 async def entity_counts(db: aiosqlite.Connection, names: frozenset[str]) -> dict[str, int]:
     """How many active memories carry each of the (casefolded) ``names``."""
     if not names:

@@ -1,0 +1,207 @@
+"""The in-memory store's data and indexes: what the reference backend keeps and how it finds things.
+
+The indexes (time-sorted lists per source and entity, token postings, adjacency, supersession) keep
+writes and reads proportional to what they touch, so the fake stays usable with thousands of memories.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
+
+from memory_orchestrator.ports import Edge, EdgeType, Filters, MemoryRecord, Neighbor
+from memory_orchestrator.ports.autolinks import DEFAULT_LIMITS, LinkLimits, MemorySketch
+
+EdgeKey = tuple[str, str, EdgeType]
+TimeKey = tuple[datetime, str]
+
+#: A memory sharing fewer than this share of the new memory's tokens cannot pass any similarity rule.
+MIN_SHARED_TOKENS = 0.3
+
+
+@dataclass(slots=True)
+class StoredMemory:
+    """One memory as the in-memory store holds it."""
+
+    record: MemoryRecord
+    content_hash: str
+    sketch: MemorySketch
+    token_counts: Counter[str]
+    deleted_at: datetime | None = None
+
+
+def _nearest(keys: list[TimeKey], moment: datetime, before: int, after: int) -> list[str]:
+    position = bisect.bisect_right(keys, (moment, "\uffff"))
+    return [memory_id for _, memory_id in keys[max(0, position - before) : position + after]]
+
+
+class MemoryState:
+    """Memories, edges and the indexes over the active ones."""
+
+    def __init__(self) -> None:
+        self.memories: dict[str, StoredMemory] = {}
+        self.edges: dict[EdgeKey, Edge] = {}
+        self._by_time: list[TimeKey] = []
+        self._by_source: dict[str, list[TimeKey]] = {}
+        self._by_entity: dict[str, list[TimeKey]] = {}
+        self._postings: dict[str, set[str]] = {}
+        self._by_hash: dict[str, list[str]] = {}
+        self._adjacent: dict[str, set[EdgeKey]] = {}
+        self._superseders: dict[str, set[str]] = {}
+        self._spelling: dict[str, str] = {}
+
+    # -- memories -------------------------------------------------------------------------------
+
+    def is_active(self, memory_id: str) -> bool:
+        """True when the memory exists and is not forgotten."""
+        stored = self.memories.get(memory_id)
+        return stored is not None and stored.deleted_at is None
+
+    def active(self) -> list[StoredMemory]:
+        """Every active memory, oldest first."""
+        return [self.memories[memory_id] for _, memory_id in self._by_time]
+
+    def add(self, stored: StoredMemory) -> None:
+        """Store a new memory and index it."""
+        record = stored.record
+        self.memories[record.id] = stored
+        key = (record.created_at, record.id)
+        for keys in self._time_lists(stored):
+            bisect.insort(keys, key)
+        for token in stored.token_counts:
+            self._postings.setdefault(token, set()).add(record.id)
+        self._by_hash.setdefault(stored.content_hash, []).append(record.id)
+        for name in record.entities:
+            self._spelling.setdefault(name.casefold(), name)
+
+    def remove(self, memory_id: str, at: datetime) -> None:
+        """Soft-delete a memory: it leaves every index (its edges are skipped on read)."""
+        stored = self.memories[memory_id]
+        stored.deleted_at = at
+        key = (stored.record.created_at, memory_id)
+        for keys in self._time_lists(stored):
+            keys.remove(key)
+        for token in stored.token_counts:
+            self._postings[token].discard(memory_id)
+        self._by_hash[stored.content_hash].remove(memory_id)
+
+    def _time_lists(self, stored: StoredMemory) -> list[list[TimeKey]]:
+        lists = [self._by_time, self._by_source.setdefault(stored.record.source, [])]
+        lists.extend(self._by_entity.setdefault(name, []) for name in stored.sketch.entities)
+        return lists
+
+    def with_hash(self, digest: str) -> StoredMemory | None:
+        """The oldest active memory of this content hash."""
+        ids = self._by_hash.get(digest) or []
+        found = [self.memories[memory_id] for memory_id in ids]
+        return min(found, key=lambda item: (item.record.created_at, item.record.id), default=None)
+
+    def view(self, stored: StoredMemory) -> MemoryRecord:
+        """The record as reads return it (``superseded_by`` filled in)."""
+        sources = sorted(s for s in self._superseders.get(stored.record.id, ()) if self.is_active(s))
+        return replace(stored.record, superseded_by=tuple(sources)) if sources else stored.record
+
+    def visible(self, filters: Filters, now: datetime) -> list[MemoryRecord]:
+        """Active memories created at or before ``now`` passing ``filters``, oldest first."""
+        position = bisect.bisect_right(self._by_time, (now, "\uffff"))
+        records = (self.view(self.memories[memory_id]) for _, memory_id in self._by_time[:position])
+        return [record for record in records if filters.admits(record)]
+
+    def known_names(self, candidates: Iterable[str]) -> dict[str, str]:
+        """The entity names of active memories among ``candidates`` (casefolded -> spelling)."""
+        return {key: self._spelling[key] for key in candidates if self._by_entity.get(key)}
+
+    def entity_counts(self) -> dict[str, int]:
+        """Active memories per casefolded entity name."""
+        return {name: len(keys) for name, keys in self._by_entity.items() if keys}
+
+    # -- write-time candidates ------------------------------------------------------------------
+
+    def candidates(self, new: MemorySketch, limits: LinkLimits = DEFAULT_LIMITS) -> list[MemorySketch]:
+        """Every memory the link rules could pick for ``new`` (the same sets SQLite gathers, exactly)."""
+        window = timedelta(hours=limits.proximity_hours)
+        ids = set(_nearest(self._by_source.get(new.source, []), new.created_at, limits.causal_window + 1, 2))
+        near = _nearest(self._by_time, new.created_at, limits.proximity_max + 1, limits.proximity_max + 1)
+        ids.update(i for i in near if abs(self.memories[i].record.created_at - new.created_at) <= window)
+        per_name = limits.entity_per_name + 1
+        for name in new.entities:
+            ids.update(_nearest(self._by_entity.get(name, []), new.created_at, per_name, per_name))
+        ids.update(self._lexically_close(new))
+        ids.discard(new.id)
+        return [self.memories[memory_id].sketch for memory_id in sorted(ids)]
+
+    def _lexically_close(self, new: MemorySketch) -> Iterable[str]:
+        shared: Counter[str] = Counter()
+        for token in new.tokens:
+            shared.update(self._postings.get(token, ()))
+        needed = max(1, math.ceil(MIN_SHARED_TOKENS * len(new.tokens)))
+        return [memory_id for memory_id, count in shared.items() if count >= needed]
+
+    # -- edges ----------------------------------------------------------------------------------
+
+    def store_edge(self, edge: Edge) -> None:
+        """Insert or replace an edge; a symmetric kind also replaces the pair stored the other way."""
+        if edge.type is not EdgeType.SUPERSEDES:
+            self._drop_edge((edge.target, edge.source, edge.type))
+        key = (edge.source, edge.target, edge.type)
+        self.edges[key] = edge
+        self._adjacent.setdefault(edge.source, set()).add(key)
+        self._adjacent.setdefault(edge.target, set()).add(key)
+        if edge.type is EdgeType.SUPERSEDES:
+            self._superseders.setdefault(edge.target, set()).add(edge.source)
+
+    def _drop_edge(self, key: EdgeKey) -> None:
+        if self.edges.pop(key, None) is not None:
+            self._adjacent[key[0]].discard(key)
+            self._adjacent[key[1]].discard(key)
+
+    def one_hop(
+        self, frontier: Iterable[str], allowed: set[EdgeType], visited: set[str], filters: Filters, hop: int
+    ) -> list[Neighbor]:
+        """Best edge per (reached memory, edge type) from the frontier, over edges in both directions."""
+        best: dict[tuple[str, EdgeType], Neighbor] = {}
+        for origin in frontier:
+            for key in self._adjacent.get(origin, ()):
+                edge = self.edges[key]
+                other = key[1] if key[0] == origin else key[0]
+                if edge.type not in allowed or other in visited or not self.is_active(other):
+                    continue
+                record = self.view(self.memories[other])
+                if not filters.admits(record):
+                    continue
+                current = best.get((other, edge.type))
+                if current is None or (-edge.weight, origin) < (-current.edge.weight, current.from_id):
+                    best[(other, edge.type)] = Neighbor(record, edge, origin, hop)
+        return list(best.values())
+
+    # -- keyword scoring ------------------------------------------------------------------------
+
+    def bm25(
+        self, query_tokens: Iterable[str], records: list[MemoryRecord]
+    ) -> list[tuple[MemoryRecord, float]]:
+        """Okapi BM25 (k1=1.2, b=0.75) over ``records``; only those sharing a term, best first."""
+        terms = set(query_tokens)
+        if not terms or not records:
+            return []
+        counts = {record.id: self.memories[record.id].token_counts for record in records}
+        average = sum(sum(c.values()) for c in counts.values()) / len(records) or 1.0
+        frequency = Counter(term for c in counts.values() for term in terms if term in c)
+        scored: list[tuple[MemoryRecord, float]] = []
+        for record in records:
+            document = counts[record.id]
+            matched = terms.intersection(document)
+            if not matched:
+                continue
+            length = sum(document.values())
+            score = 0.0
+            for term in matched:
+                idf = math.log(1 + (len(records) - frequency[term] + 0.5) / (frequency[term] + 0.5))
+                tf = document[term]
+                score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / average))
+            scored.append((record, score))
+        scored.sort(key=lambda pair: (-pair[1], pair[0].id))
+        return scored

@@ -1,0 +1,63 @@
+"""The in-memory reference and SQLite build the same graph and answer recall alike from the same writes."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from memory_orchestrator.adapters.memory import create_backend as create_memory
+from memory_orchestrator.adapters.sqlite import create_backend as create_sqlite
+from memory_orchestrator.ports import MemoryBackend, NewMemory, RecallQuery
+
+pytestmark = pytest.mark.anyio
+
+T0 = datetime(2025, 3, 1, 8, 0, tzinfo=UTC)
+TOPICS = ["kafka", "postgres", "billing", "deploy", "cache", "search", "auth", "metrics"]
+VERBS = ["tuned", "broke", "migrated", "reviewed", "paused", "scaled"]
+
+
+def _memories(count: int) -> list[NewMemory]:
+    rng = random.Random(11)
+    hours = rng.sample(range(24 * 20), count)  # distinct times: ties in time would fall back to ids
+    memories = []
+    for index in range(count):
+        topic, other = rng.sample(TOPICS, 2)
+        reason = f" because the {other} load grew" if index % 4 == 0 else ""
+        memories.append(
+            NewMemory(
+                f"Team {rng.choice(VERBS)} the {topic} service {other} settings{reason} (note {index})",
+                source=f"s{index % 3}",
+                entities=(topic.capitalize(),),
+                created_at=T0 + timedelta(hours=hours[index]),
+            )
+        )
+    return memories
+
+
+async def _graph(backend: MemoryBackend, memories: list[NewMemory]) -> tuple[set[tuple], dict[str, str]]:
+    contents: dict[str, str] = {}
+    for memory in memories:
+        contents[(await backend.remember(memory)).id] = memory.content
+    edges: set[tuple] = set()
+    for memory_id in contents:
+        for item in await backend.neighbors([memory_id], limit=1000):
+            edge = item.edge
+            edges.add((contents[edge.source], contents[edge.target], edge.type.value, round(edge.weight, 4)))
+    return edges, contents
+
+
+async def test_same_writes_give_the_same_edges_and_recall(tmp_path: Path) -> None:
+    memories = _memories(80)
+    async with create_memory({}) as reference, create_sqlite({"path": str(tmp_path / "p.db")}) as sqlite:
+        expected, reference_ids = await _graph(reference, memories)
+        actual, sqlite_ids = await _graph(sqlite, memories)
+        assert len(expected) > 200
+        assert actual == expected
+        query = RecallQuery("why was the kafka service paused", limit=5, now=T0 + timedelta(days=30))
+        in_memory = [reference_ids[hit.record.id] for hit in await reference.recall(query)]
+        in_sqlite = [sqlite_ids[hit.record.id] for hit in await sqlite.recall(query)]
+        assert in_memory[0] == in_sqlite[0]
+        assert len(set(in_memory) & set(in_sqlite)) >= 4
