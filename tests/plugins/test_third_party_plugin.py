@@ -118,3 +118,37 @@ def test_its_scorer_is_used_in_ranking(plugin_dir: Path, tmp_path: Path) -> None
     plain = run_json(plugin_dir, tmp_path, *query)["items"]
     assert plain[0]["memory_id"] == relevant["id"]
     assert "pinned" not in plain[0]["signals"]
+
+
+def fake_distribution(site: Path, name: str, entry_points: str, module: str = "") -> Path:
+    """A minimal installed distribution (dist-info only, plus an optional module) on ``site``."""
+    info = site / f"{name.replace('-', '_')}-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[memory_orchestrator]\n{entry_points}\n")
+    if module:
+        (site / f"{name.replace('-', '_')}.py").write_text(module)
+    return site
+
+
+def test_a_plugin_that_cannot_load_is_named(tmp_path: Path) -> None:
+    site = fake_distribution(tmp_path / "site", "broken-plugin", "broken = no_such_module:plugin")
+    done = run(site, tmp_path, "plugins")
+    assert done.returncode == 6
+    assert done.stderr.startswith("error: plugin 'broken' (no_such_module:plugin) failed to load")
+
+
+def test_a_backend_name_taken_by_another_distribution_names_both_plugins(tmp_path: Path) -> None:
+    module = (
+        "from memory_orchestrator.plugins import hookimpl\n"
+        "class Plugin:\n"
+        "    @hookimpl\n"
+        "    def register_backends(self, register):\n"
+        "        register('sqlite', lambda options: None)\n"
+        "plugin = Plugin()\n"
+    )
+    site = fake_distribution(tmp_path / "site", "squatter", "squatter = squatter:plugin", module)
+    done = run(site, tmp_path, "plugins")
+    assert done.returncode == 6
+    assert "backend name 'sqlite' is registered twice" in done.stderr
+    assert "'sqlite'" in done.stderr and "'squatter'" in done.stderr
