@@ -46,6 +46,11 @@ from memory_orchestrator.ports.validation import validate_hops, validate_limit
 #: Reciprocal-rank-fusion constant and channel weights of ``recall`` (same as the other backends).
 RRF_K = 60
 RECALL_WEIGHTS: Mapping[str, float] = {"keyword": 1.0, "entity": 1.0, "recency": 0.5}
+#: Extra rows read in index order before ties on ``created_at`` are broken by id.
+TIE_SLACK = 16
+#: Lucene returns at most this many best matches of a store before the other filters apply; enough that
+#: filters rarely leave a page short, while keeping a frequent term from ranking the whole store.
+FULLTEXT_FLOOR = 1000
 #: How long the known entity names used by ``recall`` are reused before being read again.
 KNOWN_ENTITIES_TTL_S = 5.0
 
@@ -105,9 +110,11 @@ class Neo4jBackend(AsyncLifecycle):
         rows = await self._runner.read(
             cypher.RECALL,
             **filter_params(self.store, query.filters, now),
-            lucene=lucene_query(query.text),
+            lucene=lucene_query(query.text, store=self.store),
+            fulltext_limit=fulltext_limit(query.limit * 5),
             depth=query.limit * 5,
             recency_depth=query.limit,
+            tie_slack=TIE_SLACK,
             anchor_uids=sorted({uid(self.store, name.casefold()) for name in names}),
         )
         channels = {name: rows[0][name] for name in ("keyword", "entity", "recency")}
@@ -128,11 +135,15 @@ class Neo4jBackend(AsyncLifecycle):
     ) -> list[Hit]:
         """Lucene BM25 over content; only memories sharing a term with ``text``."""
         validate_limit(limit)
-        lucene = lucene_query(text)
+        lucene = lucene_query(text, store=self.store)
         if not lucene:
             return []
         rows = await self._runner.read(
-            cypher.SEARCH, **filter_params(self.store, filters, now), lucene=lucene, depth=limit
+            cypher.SEARCH,
+            **filter_params(self.store, filters, now),
+            lucene=lucene,
+            fulltext_limit=fulltext_limit(limit),
+            depth=limit,
         )
         return [
             Hit(
@@ -195,7 +206,9 @@ class Neo4jBackend(AsyncLifecycle):
     ) -> list[MemoryRecord]:
         """Newest active memories created at or before ``now``."""
         validate_limit(limit)
-        rows = await self._runner.read(cypher.RECENT, **filter_params(self.store, filters, now), limit=limit)
+        rows = await self._runner.read(
+            cypher.RECENT, **filter_params(self.store, filters, now), limit=limit, tie_slack=TIE_SLACK
+        )
         return [record_from_node(row["m"]) for row in rows]
 
     async def changes(self, since: datetime, *, limit: int = 100) -> list[Change]:
@@ -254,6 +267,11 @@ def fuse_ranked(channels: Mapping[str, list[dict[str, Any]]], *, now: datetime) 
         hits.append(Hit(record, round(total, 8), via="recall", signals=parts))
     hits.sort(key=lambda hit: (-hit.score, hit.record.id))
     return hits
+
+
+def fulltext_limit(depth: int) -> int:
+    """How many Lucene matches to fetch for ``depth`` results after filtering."""
+    return max(FULLTEXT_FLOOR, depth * 20)
 
 
 def create_backend(options: Mapping[str, Any]) -> Neo4jBackend:

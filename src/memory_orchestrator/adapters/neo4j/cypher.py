@@ -21,12 +21,12 @@ MEMORY = (
 )
 
 #: Active memory of the store passing every ``Filters`` restriction and visible "as of" ``$now``.
+#: The time bounds are always numbers (open sides are sentinels) so they stay index-seekable ranges.
 MEMORY_FILTER = """
-m.store = $store AND m.forgotten = false AND ($now IS NULL OR m.created_at <= $now)
+m.store = $store AND m.forgotten = false
+AND m.created_at <= $now AND m.created_at >= $start AND m.created_at < $end
 AND ($categories IS NULL OR m.category IN $categories)
 AND ($sources IS NULL OR m.source IN $sources)
-AND ($start IS NULL OR m.created_at >= $start)
-AND ($end IS NULL OR m.created_at < $end)
 AND ($filter_entity_uids IS NULL
      OR EXISTS { MATCH (m)-[:MENTIONS]->(fe:Entity) WHERE fe.uid IN $filter_entity_uids })
 """
@@ -34,7 +34,8 @@ AND ($filter_entity_uids IS NULL
 KEYWORD_CHANNEL = f"""
 CALL () {{
   UNWIND CASE WHEN $lucene = '' THEN [] ELSE [$lucene] END AS lucene
-  CALL db.index.fulltext.queryNodes('{FULLTEXT_INDEX}', lucene) YIELD node AS m, score
+  CALL db.index.fulltext.queryNodes('{FULLTEXT_INDEX}', lucene, {{limit: $fulltext_limit}})
+  YIELD node AS m, score
   WHERE {MEMORY_FILTER}
   WITH m, score ORDER BY score DESC, m.id LIMIT $depth
   RETURN collect({{memory: {MEMORY}, score: score}}) AS keyword
@@ -48,11 +49,18 @@ RECALL = (
     + f"""
 CALL () {{
   MATCH (m:Memory) WHERE {MEMORY_FILTER}
+  WITH m ORDER BY m.store DESC, m.created_at DESC LIMIT $recency_depth + $tie_slack
   WITH m ORDER BY m.created_at DESC, m.id DESC LIMIT $recency_depth
   RETURN collect({{memory: {MEMORY}, score: 1.0}}) AS recency
 }}
 CALL () {{
-  MATCH (e:Entity)<-[:MENTIONS]-(m:Memory) WHERE e.uid IN $anchor_uids AND {MEMORY_FILTER}
+  UNWIND $anchor_uids AS anchor
+  CALL (anchor) {{
+    MATCH (m:Memory)-[mention:MENTIONS]->()
+    WHERE mention.entity_uid = anchor AND mention.created_at <= $now AND {MEMORY_FILTER}
+    WITH m ORDER BY mention.entity_uid DESC, mention.created_at DESC LIMIT $depth
+    RETURN m
+  }}
   WITH DISTINCT m ORDER BY m.created_at DESC, m.id DESC LIMIT $depth
   RETURN collect({{memory: {MEMORY}, score: 1.0}}) AS entity
 }}
@@ -62,6 +70,7 @@ RETURN keyword, recency, entity
 
 RECENT = f"""
 MATCH (m:Memory) WHERE {MEMORY_FILTER}
+WITH m ORDER BY m.store DESC, m.created_at DESC LIMIT $limit + $tie_slack
 WITH m ORDER BY m.created_at DESC, m.id DESC LIMIT $limit
 RETURN {MEMORY} AS m
 """
@@ -69,7 +78,7 @@ RETURN {MEMORY} AS m
 #: One hop of ``neighbors`` for the whole frontier: per (memory, edge type) its strongest edge.
 NEIGHBORS_HOP = f"""
 UNWIND $frontier AS start_uid
-MATCH (a:Memory {{uid: start_uid}})-[r]-(m:Memory)
+MATCH (a:Memory {{uid: start_uid}})-[r:TEMPORAL|ENTITY|CAUSAL|SEMANTIC|SUPERSEDES]-(m:Memory)
 WHERE a.forgotten = false AND type(r) IN $types AND NOT m.id IN $visited AND {MEMORY_FILTER}
 WITH a, r, m ORDER BY r.weight DESC, a.id
 WITH m, type(r) AS rel_type, collect({{rel: r, from_id: a.id}})[0] AS best
@@ -110,52 +119,54 @@ CALL () {
     + """) AS duplicate
 }
 CALL () {
-  MATCH (m:Memory) WHERE m.store = $store AND m.source = $source AND m.forgotten = false
-    AND m.created_at <= $at
-  WITH m ORDER BY m.created_at DESC, m.id DESC LIMIT $causal_window
+  MATCH (m:Memory) WHERE m.store = $store AND m.source = $source AND m.created_at <= $at
+    AND m.forgotten = false
+  WITH m ORDER BY m.store DESC, m.source DESC, m.created_at DESC LIMIT $causal_window
   RETURN collect(m) AS earlier
 }
 CALL () {
-  MATCH (m:Memory) WHERE m.store = $store AND m.source = $source AND m.forgotten = false
-    AND m.created_at >= $at
-  WITH m ORDER BY m.created_at, m.id LIMIT 2
+  MATCH (m:Memory) WHERE m.store = $store AND m.source = $source AND m.created_at >= $at
+    AND m.forgotten = false
+  WITH m ORDER BY m.store, m.source, m.created_at LIMIT 2
   RETURN collect(m) AS later
 }
 CALL () {
   MATCH (m:Memory) WHERE m.store = $store AND m.forgotten = false
     AND m.created_at >= $window_start AND m.created_at <= $at
-  WITH m ORDER BY m.created_at DESC LIMIT $proximity_max
+  WITH m ORDER BY m.store DESC, m.created_at DESC LIMIT $proximity_max
   RETURN collect(m) AS before
 }
 CALL () {
   MATCH (m:Memory) WHERE m.store = $store AND m.forgotten = false
     AND m.created_at >= $at AND m.created_at <= $window_end
-  WITH m ORDER BY m.created_at LIMIT $proximity_max
+  WITH m ORDER BY m.store, m.created_at LIMIT $proximity_max
   RETURN collect(m) AS after
 }
 CALL () {
   UNWIND $entity_uids AS entity_uid
   CALL (entity_uid) {
-    MATCH (:Entity {uid: entity_uid})<-[:MENTIONS]-(m:Memory)
-    WHERE m.forgotten = false AND m.created_at <= $at
-    RETURN m ORDER BY m.created_at DESC LIMIT $entity_per_name
+    MATCH (m:Memory)-[mention:MENTIONS]->()
+    WHERE mention.entity_uid = entity_uid AND mention.created_at <= $at
+    WITH m ORDER BY mention.entity_uid DESC, mention.created_at DESC LIMIT $entity_per_name
+    RETURN m
     UNION
-    MATCH (:Entity {uid: entity_uid})<-[:MENTIONS]-(m:Memory)
-    WHERE m.forgotten = false AND m.created_at >= $at
-    RETURN m ORDER BY m.created_at LIMIT $entity_per_name
+    MATCH (m:Memory)-[mention:MENTIONS]->()
+    WHERE mention.entity_uid = entity_uid AND mention.created_at >= $at
+    WITH m ORDER BY mention.entity_uid, mention.created_at LIMIT $entity_per_name
+    RETURN m
   }
   RETURN collect(m) AS sharing
 }
 CALL () {
   UNWIND $entity_uids AS entity_uid
   MATCH (e:Entity {uid: entity_uid})
-  RETURN collect([e.key, COUNT { MATCH (e)<-[:MENTIONS]-(c:Memory) WHERE c.forgotten = false }]) AS counts
+  RETURN collect([e.key, COUNT { (e)<-[:MENTIONS]-() }]) AS counts
 }
 CALL () {
   UNWIND CASE WHEN $lucene = '' THEN [] ELSE [$lucene] END AS lucene
   CALL db.index.fulltext.queryNodes('"""
     + FULLTEXT_INDEX
-    + """', lucene) YIELD node AS m, score
+    + """', lucene, {limit: $similar_max}) YIELD node AS m, score
   WHERE m.store = $store AND m.forgotten = false
   WITH m ORDER BY score DESC, m.id LIMIT $similar_max
   RETURN collect(m) AS similar
@@ -189,7 +200,7 @@ CALL (m) {{
   UNWIND $entities AS entity
   MERGE (e:Entity {{uid: entity.uid}})
     ON CREATE SET e.store = $store, e.key = entity.key, e.name = entity.name
-  CREATE (m)-[:MENTIONS {{store: $store}}]->(e)
+  CREATE (m)-[:MENTIONS {{store: $store, entity_uid: entity.uid, created_at: m.created_at}}]->(e)
 }}
 CALL () {{
 {CREATE_EDGES}
@@ -230,7 +241,13 @@ CREATE (:Change {store: $store, seq: $seq, kind: 'superseded', memory_id: old.id
 
 FORGET = """
 MATCH (m:Memory {uid: $uid}) WHERE m.forgotten = false
-SET m.forgotten = true, m.forgotten_at = $written_at, m.updated_at = $written_at, m.dedup_key = null
+SET m.forgotten = true, m.forgotten_at = $written_at, m.updated_at = $written_at, m.dedup_key = null,
+    m.fulltext_store = null
+WITH m
+CALL (m) {
+  MATCH (m)-[mention:MENTIONS]->()
+  DELETE mention
+}
 CREATE (:Change {store: $store, seq: $seq, kind: 'forgotten', memory_id: m.id, at: $written_at})
 RETURN m.id AS id
 """
@@ -250,7 +267,7 @@ ORDER BY c.at, c.seq
 
 KNOWN_ENTITIES = """
 MATCH (e:Entity) WHERE e.store = $store
-WITH e, COUNT { MATCH (e)<-[:MENTIONS]-(m:Memory) WHERE m.forgotten = false } AS uses
+WITH e, COUNT { (e)<-[:MENTIONS]-() } AS uses
 WHERE uses > 0
 RETURN e.name AS name ORDER BY uses DESC, e.key LIMIT $limit
 """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Iterable, Mapping
@@ -46,8 +47,17 @@ def to_native(value: Any) -> datetime:
     return ensure_utc(native)
 
 
-def lucene_query(text: str, *, max_terms: int = MAX_QUERY_TERMS) -> str:
-    """An OR of the text's tokens, each quoted and escaped; ``''`` when there is no token.
+#: Bounds of the stored timestamps, standing in for an open side of a time range.
+EARLIEST, LATEST = -(2**62), 2**62
+
+
+def fulltext_store(store: str) -> str:
+    """The single Lucene token that marks a store's active memories in the full-text index."""
+    return "s" + hashlib.sha256(store.encode("utf-8")).hexdigest()[:24]
+
+
+def lucene_query(text: str, *, store: str, max_terms: int = MAX_QUERY_TERMS) -> str:
+    """Memories of ``store`` containing any of the text's tokens; ``''`` when there is no token.
 
     The tokens come from the shared tokenizer (so every backend matches on the same terms); quoting
     and escaping keeps Lucene syntax in user text from ever being interpreted.
@@ -58,7 +68,10 @@ def lucene_query(text: str, *, max_terms: int = MAX_QUERY_TERMS) -> str:
             terms.append(token)
         if len(terms) >= max_terms:
             break
-    return " OR ".join(f'"{_escape(term)}"' for term in terms)
+    if not terms:
+        return ""
+    alternatives = " OR ".join(f'"{_escape(term)}"' for term in terms)
+    return f"fulltext_store:{fulltext_store(store)} AND content:({alternatives})"
 
 
 def _escape(term: str) -> str:
@@ -120,6 +133,7 @@ def memory_properties(
         "updated_at": micros(now),
         "metadata": json.dumps(dict(memory.metadata), sort_keys=True),
         "forgotten": False,
+        "fulltext_store": fulltext_store(store),
     }
     if memory.dedup:
         props["dedup_key"] = uid(store, digest)
@@ -168,13 +182,13 @@ def filter_params(
     With ``as_of`` memories created after ``now`` (default: the wall clock) are invisible.
     """
     window = filters.time_range
-    moment = micros(now if now is not None else datetime.now(UTC)) if as_of else None
+    moment = micros(now if now is not None else datetime.now(UTC)) if as_of else LATEST
     return {
         "store": store,
         "now": moment,
         "categories": list(filters.categories) or None,
         "sources": list(filters.sources) or None,
-        "start": micros(window.start) if window and window.start else None,
-        "end": micros(window.end) if window and window.end else None,
+        "start": micros(window.start) if window and window.start else EARLIEST,
+        "end": micros(window.end) if window and window.end else LATEST,
         "filter_entity_uids": [uid(store, name.casefold()) for name in filters.entities] or None,
     }

@@ -3,8 +3,9 @@
 Memories are ``(:Memory)`` nodes keyed by ``uid = store + ':' + id`` (a plain uniqueness constraint,
 since node keys need Enterprise). ``dedup_key = store + ':' + content_hash`` is set only on active memories
 written with dedup, and its uniqueness constraint is what makes concurrent identical writes safe.
-Entity names are ``(:Entity {uid = store + ':' + casefolded name})`` nodes linked by ``MENTIONS``, so
-entity anchors, filters and counts are index lookups rather than scans of list properties.
+Entity names are ``(:Entity {uid = store + ':' + casefolded name})`` nodes linked by ``MENTIONS``
+relationships (which carry the entity uid and the memory's ``created_at`` and are deleted when the memory
+is forgotten), so entity anchors, filters and counts are index seeks and degree lookups.
 Timestamps (``created_at``, ``updated_at``, ``at`` ...) are integer microseconds since the Unix epoch.
 """
 
@@ -15,7 +16,7 @@ import re
 from neo4j import AsyncManagedTransaction, AsyncSession
 from neo4j import exceptions as neo4j_errors
 
-FULLTEXT_INDEX = "memory_orchestrator_content"
+FULLTEXT_INDEX = "memory_orchestrator_fulltext"
 
 SCHEMA_STATEMENTS: tuple[str, ...] = (
     "CREATE CONSTRAINT memory_orchestrator_memory_uid IF NOT EXISTS FOR (m:Memory) REQUIRE m.uid IS UNIQUE",
@@ -25,6 +26,12 @@ SCHEMA_STATEMENTS: tuple[str, ...] = (
     "CREATE INDEX memory_orchestrator_memory_store IF NOT EXISTS FOR (m:Memory) ON (m.store)",
     "CREATE INDEX memory_orchestrator_memory_store_created IF NOT EXISTS "
     "FOR (m:Memory) ON (m.store, m.created_at)",
+    "CREATE INDEX memory_orchestrator_memory_store_source_created IF NOT EXISTS "
+    "FOR (m:Memory) ON (m.store, m.source, m.created_at)",
+    # Entity anchors and link candidates walk an entity's mentions newest-first through this index,
+    # so a name carried by thousands of memories costs a seek, not a scan.
+    "CREATE INDEX memory_orchestrator_mentions_entity_created IF NOT EXISTS "
+    "FOR ()-[r:MENTIONS]-() ON (r.entity_uid, r.created_at)",
     "CREATE INDEX memory_orchestrator_memory_store_hash IF NOT EXISTS "
     "FOR (m:Memory) ON (m.store, m.content_hash)",
     "CREATE INDEX memory_orchestrator_memory_created IF NOT EXISTS FOR (m:Memory) ON (m.created_at)",
@@ -32,7 +39,10 @@ SCHEMA_STATEMENTS: tuple[str, ...] = (
     "CREATE INDEX memory_orchestrator_memory_source IF NOT EXISTS FOR (m:Memory) ON (m.source)",
     "CREATE INDEX memory_orchestrator_entity_store IF NOT EXISTS FOR (e:Entity) ON (e.store)",
     "CREATE INDEX memory_orchestrator_change_store_at IF NOT EXISTS FOR (c:Change) ON (c.store, c.at)",
-    f"CREATE FULLTEXT INDEX {FULLTEXT_INDEX} IF NOT EXISTS FOR (m:Memory) ON EACH [m.content]",
+    # ``fulltext_store`` (a token per store, removed when a memory is forgotten) lets Lucene itself keep
+    # to one store's active memories, so its top-k ``limit`` is exact instead of ranking every store.
+    f"CREATE FULLTEXT INDEX {FULLTEXT_INDEX} IF NOT EXISTS "
+    "FOR (m:Memory) ON EACH [m.content, m.fulltext_store]",
 )
 
 #: Index and constraint names whose state ``health`` reports.

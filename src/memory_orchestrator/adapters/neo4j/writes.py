@@ -117,7 +117,7 @@ class MemoryWriter:
             "proximity_max": self.limits.proximity_max + 1,
             "entity_uids": [uid(self.store, key) for key in sorted(new.entities)],
             "entity_per_name": self.limits.entity_per_name + 1,
-            "lucene": lucene_query(" ".join(_longest(new.tokens, SIMILARITY_TERMS))),
+            "lucene": lucene_query(" ".join(_longest(new.tokens, SIMILARITY_TERMS)), store=self.store),
             "similar_max": SIMILAR_CANDIDATES,
         }
 
