@@ -154,3 +154,18 @@ def test_demo_loads_once_and_shows_the_three_outputs() -> None:
     second = invoke("demo").stdout
     assert "not loaded again" in second
     assert "1. search" in second and "2. context" in second and "3. explain" in second
+
+
+def test_trace_list_shows_the_newest_first(atlas: dict[str, str], tmp_path: Path) -> None:
+    first = invoke_json("search", "--query", "Kubernetes", "--now", NOW)["trace_id"]
+    second = invoke_json("search", "--query", "PgBouncer", "--now", NOW)["trace_id"]
+    listed = [row["trace_id"] for row in invoke_json("trace", "list", "--limit", "2")["traces"]]
+    assert listed == [second, first]
+    (tmp_path / "orchestrator.toml").write_text("[features]\nstore_traces = false\n")
+    result = runner.invoke(app, ["trace", "list"])
+    assert result.exit_code == 2
+    assert "traces are not stored" in result.stderr
+
+
+def test_version() -> None:
+    assert invoke("--version").stdout.startswith("orchestrator 0.1.0")

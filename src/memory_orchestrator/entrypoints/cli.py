@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from memory_orchestrator import __version__
 from memory_orchestrator.entrypoints import cli_admin, cli_demo, cli_pipeline, cli_store
 from memory_orchestrator.entrypoints.cli_state import CliState
 
@@ -22,6 +23,12 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"orchestrator {__version__}")
+        raise typer.Exit()
 
 
 @app.callback()
@@ -39,6 +46,10 @@ def main_options(
     store: Annotated[
         str | None, typer.Option("--store", help="Store (namespace) inside the backend.")
     ] = None,
+    version: Annotated[
+        bool,
+        typer.Option("--version", is_eager=True, callback=_print_version, help="Print the version and exit."),
+    ] = False,
 ) -> None:
     """Global options, given before the command."""
     ctx.obj = CliState(config=config, backend=backend, store=store)

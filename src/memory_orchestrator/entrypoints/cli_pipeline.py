@@ -35,7 +35,7 @@ from memory_orchestrator.entrypoints.cli_state import (
     settings_of,
 )
 from memory_orchestrator.entrypoints.cli_trace_view import show_trace
-from memory_orchestrator.ports import Edge, EdgeType, Intent, NewMemory
+from memory_orchestrator.ports import Edge, EdgeType, Intent, InvalidRequest, NewMemory, format_timestamp
 
 trace_app = typer.Typer(help="Show or replay stored traces.", no_args_is_help=True)
 
@@ -263,6 +263,30 @@ def trace_show(
         print_json(document)
     else:
         show_trace(document)
+
+
+@trace_app.command("list")
+def trace_list(
+    ctx: typer.Context,
+    limit: Annotated[int, typer.Option(min=1, max=1000, help="How many of the newest traces.")] = 20,
+    as_json: JsonOption = False,
+) -> None:
+    """The newest stored traces (ids and times), newest first."""
+
+    async def newest(runtime: Runtime) -> list[tuple[str, Any]]:
+        if runtime.traces is None:
+            raise InvalidRequest(
+                "traces are not stored (features.store_traces is off or traces.retention is 0)"
+            )
+        return await runtime.traces.recent(limit=limit)
+
+    rows = with_runtime(ctx, newest)
+    if as_json:
+        print_json({"traces": [{"trace_id": tid, "created_at": format_timestamp(at)} for tid, at in rows]})
+    else:
+        out.console.print(
+            out.table("traces", ("trace", "created"), [(t, format_timestamp(a)) for t, a in rows])
+        )
 
 
 @trace_app.command("replay")
