@@ -19,6 +19,8 @@ from memory_orchestrator.evaluation.metrics import (
     recall_at_k,
     reciprocal_rank,
 )
+from memory_orchestrator.evaluation.runner import ModeOutcome, QueryOutcome
+from memory_orchestrator.evaluation.summary import aggregate_modes, headline_queries, losses, slices
 
 # gold a, b, c; a2 says the same as a; x must stay out.
 JUDGEMENT = Judgement(gold=("a", "b", "c"), gold_dups={"a": ("a2",)}, must_not=("x",))
@@ -87,3 +89,49 @@ def test_query_metrics_names_every_metric_per_k() -> None:
         "mrr",
         *(f"{name}@{k}" for name in ("precision", "recall", "all_gold", "ndcg", "must_not") for k in (1, 5)),
     }
+
+
+def _outcome(query_id: str, category: str, recalls: dict[str, float], must_not: int = 0) -> QueryOutcome:
+    outcome = QueryOutcome("store", query_id, 1, {"category": category}, must_not=must_not)
+    for mode, recall in recalls.items():
+        metrics = {
+            "recall@10": recall,
+            "ndcg@10": recall,
+            "mrr": recall,
+            "must_not@10": float(must_not and recall < 1),
+        }
+        outcome.modes[mode] = ModeOutcome([["x"]], metrics, latency_ms=1.0, duplicate_keys=["a", "a"])
+    return outcome
+
+
+def test_headline_leaves_out_adversarial_and_aggregates_per_mode() -> None:
+    queries = [
+        _outcome("q1", "1", {"raw": 1.0, "bm25": 0.0}),
+        _outcome("q2", "4", {"raw": 0.5, "bm25": 1.0}, must_not=1),
+        _outcome("q3", "5", {"raw": 0.0, "bm25": 0.0}),
+    ]
+
+    label, headline = headline_queries(queries)
+    table = aggregate_modes(headline, ["raw", "bm25"], (10,))
+
+    assert label.startswith("categories 1-4") and [q.query_id for q in headline] == ["q1", "q2"]
+    assert table["raw"]["recall@10"] == 0.75 and table["bm25"]["recall@10"] == 0.5
+    # must-not rate only over queries listing must-not memories (q2: raw missed part, so it leaked)
+    assert table["raw"]["must_not_rate@10"] == 1.0 and table["bm25"]["must_not_rate@10"] == 0.0
+    assert table["raw"]["duplicate_rate@10"] == 0.5
+
+
+def test_losses_name_the_slice_mode_and_gap() -> None:
+    queries = [
+        _outcome("q1", "1", {"expanded": 0.2, "raw": 0.3, "bm25": 0.6}),
+        _outcome("q2", "2", {"expanded": 1.0, "raw": 1.0, "bm25": 1.0}),
+    ]
+
+    found = losses(slices(queries, ["expanded", "raw", "bm25"], (10,)), ["raw", "expanded"], 10)
+
+    assert [(row["value"], row["mode"], row["versus"]) for row in found] == [
+        ("1", "expanded", "bm25"),
+        ("1", "raw", "bm25"),
+        ("1", "expanded", "raw"),
+    ]
+    assert found[0]["gap"] == pytest.approx(0.4)
