@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from memory_orchestrator.domain.results import candidate_to_dict
 from memory_orchestrator.ports import (
     BackendHealth,
     Hit,
@@ -59,24 +60,13 @@ def hit_to_dict(hit: Hit) -> dict[str, Any]:
     }
 
 
-def candidate_dict(candidate: LinkCandidate) -> dict[str, Any]:
-    """JSON-safe form of a link candidate."""
-    return {
-        "id": candidate.id,
-        "content": candidate.content,
-        "similarity": round(candidate.similarity, 4),
-        "edge_type": candidate.edge_type.value,
-        "reason": candidate.reason,
-    }
-
-
 def write_result_to_dict(result: WriteResult) -> dict[str, Any]:
     """JSON-safe form of a backend write."""
     return {
         "id": result.id,
         "action": result.action.value,
         "duplicate_of": result.duplicate_of,
-        "candidates": [candidate_dict(candidate) for candidate in result.candidates],
+        "candidates": [candidate_to_dict(candidate) for candidate in result.candidates],
         "edges_created": dict(result.edges_created),
     }
 

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
+from memory_orchestrator.domain.results import edge_to_dict
 from memory_orchestrator.entrypoints import cli_output as out
 from memory_orchestrator.entrypoints.bootstrap import open_backend
 from memory_orchestrator.entrypoints.cli_state import (
@@ -90,9 +91,8 @@ def link(
     async def action() -> None:
         async with open_backend(settings_of(ctx)) as backend:
             edge = await backend.link(Edge(source, target, edge_type, weight))
-        data = {"source": edge.source, "target": edge.target, "type": edge.type.value, "weight": edge.weight}
         if as_json:
-            print_json(data)
+            print_json(edge_to_dict(edge))
         else:
             out.console.print(Text(f"linked {source} -[{edge_type.value}]-> {target}"))
 

@@ -25,6 +25,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from memory_orchestrator.adapters.sqlite import default_data_dir
 from memory_orchestrator.domain.config import (
     DEFAULT_EDGE_WEIGHTS,
     ExpansionLimits,
@@ -141,11 +142,6 @@ class PipelineSection(Section):
         return merged
 
 
-def _default_data_dir() -> Path:
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "memory-orchestrator"
-
-
 class Settings(BaseSettings):
     """The effective configuration of one process."""
 
@@ -156,7 +152,7 @@ class Settings(BaseSettings):
         validate_assignment=True,
     )
 
-    data_dir: Path = Field(default_factory=_default_data_dir)
+    data_dir: Path = Field(default_factory=default_data_dir)
     default_store: StoreName = "default"
     backend: BackendSection = BackendSection()
     plugins: PluginsSection = PluginsSection()
