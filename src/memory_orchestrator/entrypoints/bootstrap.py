@@ -7,12 +7,11 @@ same pipeline everywhere. Nothing is opened before :func:`open_runtime` is enter
 from __future__ import annotations
 
 import contextlib
-import importlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
 
+from memory_orchestrator.adapters.sqlite.trace_store import SqliteTraceStore
+from memory_orchestrator.domain.orchestrator import Orchestrator
 from memory_orchestrator.entrypoints.retrying_backend import RetryingBackend, RetryPolicy
 from memory_orchestrator.entrypoints.settings import Settings
 from memory_orchestrator.plugins.manager import PluginManager, load_plugins
@@ -24,7 +23,7 @@ class Runtime:
     """Everything one process needs, opened together and closed together."""
 
     backend: MemoryBackend
-    orchestrator: Any
+    orchestrator: Orchestrator
     settings: Settings
     plugins: PluginManager
     scorers: tuple[Scorer, ...] = ()
@@ -75,14 +74,7 @@ def build_trace_store(settings: Settings) -> TraceStore | None:
     """The persistent trace store next to the data, or ``None`` when traces are not stored."""
     if not settings.features.store_traces or settings.traces.retention == 0:
         return None
-    try:
-        module = importlib.import_module("memory_orchestrator.adapters.sqlite.trace_store")
-    except ImportError:
-        return None
-    path = settings.trace_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    store: TraceStore = module.SqliteTraceStore(path, retention=settings.traces.retention)
-    return store
+    return SqliteTraceStore(settings.trace_path(), retention=settings.traces.retention)
 
 
 def build_orchestrator(
@@ -90,17 +82,9 @@ def build_orchestrator(
     backend: MemoryBackend,
     scorers: tuple[Scorer, ...],
     traces: TraceStore | None,
-) -> Any:
+) -> Orchestrator:
     """The domain Orchestrator wired with the configured pipeline."""
-    from memory_orchestrator.domain.orchestrator import Orchestrator
-
     return Orchestrator(backend, config=settings.pipeline_config(), scorers=scorers, traces=traces)
-
-
-def ensure_data_dir(settings: Settings, backend_name: str) -> None:
-    """Create the folder of a file-based store so a first run just works."""
-    if backend_name == "sqlite":
-        Path(settings.backend_options("sqlite")["path"]).parent.mkdir(parents=True, exist_ok=True)
 
 
 @contextlib.asynccontextmanager
@@ -113,7 +97,6 @@ async def open_backend(
 ) -> AsyncIterator[MemoryBackend]:
     """Open the configured backend alone (raw commands that do not need the pipeline)."""
     plugins = plugins or build_plugins(settings)
-    ensure_data_dir(settings, name or settings.backend.name)
     backend = build_backend(settings, plugins, name=name, store=store)
     async with backend:
         yield backend

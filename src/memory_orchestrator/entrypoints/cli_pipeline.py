@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Annotated, Any
 
 import typer
@@ -17,6 +17,7 @@ from memory_orchestrator.domain.requests import (
     SearchRequest,
     WriteRequest,
 )
+from memory_orchestrator.domain.results import ResultItem, SearchResult, WriteOutcome
 from memory_orchestrator.entrypoints import cli_output as out
 from memory_orchestrator.entrypoints.bootstrap import Runtime, open_runtime
 from memory_orchestrator.entrypoints.cli_state import (
@@ -238,7 +239,7 @@ def write(
         show_write_outcome(outcome)
 
 
-def show_write_outcome(outcome: Any) -> None:
+def show_write_outcome(outcome: WriteOutcome) -> None:
     """Print what a write did: action, duplicate, superseded memories, link candidates, warnings."""
     line = f"{outcome.action.value}: {outcome.id}"
     if outcome.duplicate_of:
@@ -307,7 +308,7 @@ def trace_replay(
     show_search(replay.result)
 
 
-def show_search(result: Any) -> None:
+def show_search(result: SearchResult) -> None:
     """Print a SearchResult: plan line, ranked items with reasons, summary, trace id."""
     plan = result.plan
     entities = ", ".join(plan.entities) or "-"
@@ -317,7 +318,7 @@ def show_search(result: Any) -> None:
     show_warnings(result.warnings)
 
 
-def show_items(items: Any, title: str) -> None:
+def show_items(items: Sequence[ResultItem], title: str) -> None:
     """Print ranked result items with their top reasons."""
     rows = [
         (
@@ -332,7 +333,7 @@ def show_items(items: Any, title: str) -> None:
     out.console.print(out.table(title, ("#", "id", "score", "content", "why"), rows))
 
 
-def show_warnings(warnings: Any) -> None:
+def show_warnings(warnings: Iterable[str]) -> None:
     """Print warnings, one per line."""
     for warning in warnings:
         out.console.print(Text(f"warning: {warning}"))
