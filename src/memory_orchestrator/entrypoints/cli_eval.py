@@ -12,6 +12,7 @@ import tempfile
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -170,30 +171,49 @@ def evaluate(
     name = backend or state_of(ctx).backend or "sqlite"
     ks = guarded(lambda: parse_ints(k, "--k"))
     modes = guarded(lambda: parse_modes(mode))
-
-    async def action() -> dict[str, Any]:
-        settings = settings_of(ctx)
-        plugins = build_plugins(settings)
-        check_backend(plugins, name)
-        config = EvalConfig(
-            backend=name, modes=modes, ks=ks, budget_tokens=budget_tokens, query_limit=limit,
-            pipeline=settings.pipeline_config(),
-        )  # fmt: skip
-        label = dataset.stem if dataset.is_file() else dataset.name
-        target = out or Path("eval") / "reports" / f"{label}-{name}"
-        with _workdir() as workdir, RichProgress(console=console, enabled=progress) as bar:
-            stores = _load(dataset, corpus, workdir)
-            maker = backend_maker(settings, plugins, name, workdir)
-            scorers = build_scorers(settings, plugins)
-            result = await run_evaluation(stores, maker, config, label=label, scorers=scorers, progress=bar)
-        return write_eval_report(result, target)
-
-    summary = run(action)
+    options = EvalOptions(dataset, corpus, out, progress)
+    summary = run(lambda: _evaluate(ctx, name, options, modes, ks, budget_tokens, limit))
     if as_json:
         print_json(summary)
         return
     Console().print(_headline_table(summary, ks))
     console.print(f"report: {summary['files']['markdown']}")
+
+
+@dataclass(frozen=True, slots=True)
+class EvalOptions:
+    """Where an evaluation reads and writes."""
+
+    dataset: Path
+    corpus: Path | None
+    out: Path | None
+    progress: bool
+
+
+async def _evaluate(
+    ctx: typer.Context,
+    name: str,
+    options: EvalOptions,
+    modes: tuple[str, ...],
+    ks: tuple[int, ...],
+    budget_tokens: int,
+    limit: int | None,
+) -> dict[str, Any]:
+    settings = settings_of(ctx)
+    plugins = build_plugins(settings)
+    check_backend(plugins, name)
+    config = EvalConfig(
+        backend=name, modes=modes, ks=ks, budget_tokens=budget_tokens, query_limit=limit,
+        pipeline=settings.pipeline_config(),
+    )  # fmt: skip
+    dataset = options.dataset
+    label = dataset.stem if dataset.is_file() else dataset.name
+    with _workdir() as workdir, RichProgress(console=console, enabled=options.progress) as bar:
+        stores = _load(dataset, options.corpus, workdir)
+        maker = backend_maker(settings, plugins, name, workdir)
+        scorers = build_scorers(settings, plugins)
+        result = await run_evaluation(stores, maker, config, label=label, scorers=scorers, progress=bar)
+    return write_eval_report(result, options.out or Path("eval") / "reports" / f"{label}-{name}")
 
 
 @app.command("import-locomo")
@@ -230,6 +250,7 @@ def bench(
     """Benchmark search/context/write latency, orchestrator overhead, RSS and ingest on synthetic data."""
     name = backend or state_of(ctx).backend or "sqlite"
     size_list = guarded(lambda: parse_ints(sizes, "--sizes"))
+    target = out or Path("eval") / "reports" / f"bench-{name}"
 
     async def action() -> dict[str, Any]:
         settings = settings_of(ctx)
@@ -241,23 +262,21 @@ def bench(
         )  # fmt: skip
         with _workdir() as workdir, RichProgress(console=console, enabled=progress) as bar:
             document = await run_bench(config, backend_maker(settings, plugins, name, workdir), progress=bar)
-        paths = write_bench_report(document, out or Path("eval") / "reports" / f"bench-{name}")
-        document["files"] = {key: str(path) for key, path in paths.items()}
-        return document
+        paths = write_bench_report(document, target)
+        return {**document, "files": {key: str(path) for key, path in paths.items()}}
 
     document = run(action)
     if as_json:
         print_json(document)
         return
+    Console().print(_bench_table(document, name))
+    console.print(f"report: {document['files']['markdown']}")
+
+
+def _bench_table(document: dict[str, Any], name: str) -> Table:
     table = Table(title=f"bench: {name}")
-    for column in (
-        "size",
-        "search p50/p95 ms",
-        "context p50/p95 ms",
-        "write p50/p95 ms",
-        "ingest/s",
-        "RSS MiB",
-    ):
+    columns = ("size", "search p50/p95 ms", "context p50/p95 ms", "write p50/p95 ms", "ingest/s", "RSS MiB")
+    for column in columns:
         table.add_column(column, justify="right")
     for row in document["sizes"]:
         latency = row["latency_ms"]
@@ -268,5 +287,4 @@ def bench(
         table.add_row(
             str(row["size"]), *cells, f"{row['ingest']['memories_per_s']:.0f}", f"{row['peak_rss_mb']:.0f}"
         )
-    Console().print(table)
-    console.print(f"report: {document['files']['markdown']}")
+    return table

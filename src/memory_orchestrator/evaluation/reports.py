@@ -119,13 +119,7 @@ def eval_markdown(summary: Mapping[str, Any], plots: Sequence[Path]) -> str:
     cut = 10 if 10 in ks else ks[len(ks) // 2]
     modes = list(summary["overall"]["modes"])
     lines = [
-        f"# Evaluation: {meta['dataset']} on {meta['backend']}",
-        "",
-        f"{meta['stores']} store(s), {meta['memories']} memories, {meta['queries']} queries; "
-        f"modes {', '.join(modes)} (BM25 = `bm25s` over the same corpus); k = {', '.join(map(str, ks))}; "
-        f"context budget {config['budget_tokens']} tokens. "
-        f"Run {meta['started_at']} ({meta['duration_s']:.0f} s).",
-        "",
+        *_title_lines(summary, modes, ks),
         f"## Headline: {summary['headline']['set']} ({summary['headline']['queries']} queries)",
         "",
         "Percentages; R = recall (share of gold found), P = precision, all = every gold found, "
@@ -152,6 +146,20 @@ def eval_markdown(summary: Mapping[str, Any], plots: Sequence[Path]) -> str:
     return "\n".join(lines)
 
 
+def _title_lines(summary: Mapping[str, Any], modes: Sequence[str], ks: Sequence[int]) -> list[str]:
+    meta, config = summary["meta"], summary["config"]
+    return [
+        f"# Evaluation: {meta['dataset']} on {meta['backend']}",
+        "",
+        f"{meta['stores']} store(s), {meta['memories']} memories, {meta['queries']} queries; "
+        f"modes {', '.join(modes)} (BM25 = `bm25s` over the same corpus); k = {', '.join(map(str, ks))}; "
+        f"context budget {config['budget_tokens']} tokens. "
+        f"Run {meta['started_at']} ({meta['duration_s']:.0f} s), "
+        f"commit {meta['versions'].get('git') or '?'}.",
+        "",
+    ]
+
+
 def _context_lines(summary: Mapping[str, Any]) -> list[str]:
     context = summary.get("headline_context") or {}
     if not context:
@@ -162,6 +170,10 @@ def _context_lines(summary: Mapping[str, Any]) -> list[str]:
         f"Gold evidence present in the packed context: **{_pct(context['evidence_kept'])}%**; "
         f"average context {context['avg_chars']:.0f} chars, ~{context['avg_est_tokens']:.0f} tokens, "
         f"{context['avg_items']:.1f} items.",
+        "",
+        "`context` items are in packing order (grouped by entity/time, chronological for episodic "
+        "plans), not relevance order, so its ranked metrics are indicative; its real number is the "
+        "evidence kept.",
         "",
     ]
 
@@ -223,6 +235,35 @@ def plot_recall_curves(summary: Mapping[str, Any], path: Path) -> Path:
     axis.set_title(f"Recall@k, {summary['headline']['set']}", fontsize=9)
     axis.grid(alpha=0.3)
     axis.legend()
+    figure.tight_layout()
+    figure.savefig(path)
+    plt.close(figure)
+    return path
+
+
+def plot_slice_bars(summary: Mapping[str, Any], key: str, path: Path) -> Path:
+    """Grouped bars: recall@10 (or the middle k) per slice value and mode."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ks = list(summary["config"]["ks"])
+    k = 10 if 10 in ks else ks[len(ks) // 2]
+    cells = summary["slices"][key]
+    values = list(cells)
+    modes = list(summary["overall"]["modes"])
+    width = 0.8 / max(1, len(modes))
+    figure, axis = plt.subplots(figsize=(7.2, 4.2), dpi=110)
+    for index, mode in enumerate(modes):
+        heights = [100.0 * cells[value]["modes"].get(mode, {}).get(f"recall@{k}", 0.0) for value in values]
+        axis.bar([x + index * width for x in range(len(values))], heights, width, label=mode)
+    axis.set_xticks([x + width * (len(modes) - 1) / 2 for x in range(len(values))], values)
+    axis.set_xlabel(key)
+    axis.set_ylabel(f"recall@{k} (%)")
+    axis.set_title(f"Recall@{k} by {key}", fontsize=9)
+    axis.grid(alpha=0.3, axis="y")
+    axis.legend(fontsize=7)
     figure.tight_layout()
     figure.savefig(path)
     plt.close(figure)
@@ -295,6 +336,11 @@ def write_eval_report(run: EvalRun, out: Path, *, per_query: bool = True) -> dic
     summary = summarise(run)
     plots = [
         plot_recall_curves(summary, out / "recall_at_k.png"),
+        *(
+            [plot_slice_bars(summary, "category", out / "recall_by_category.png")]
+            if "category" in summary["slices"]
+            else []
+        ),
         plot_latency(latency_samples(run), out / "latency.png"),
     ]
     paths = {"json": write_json(summary, out / "report.json")}

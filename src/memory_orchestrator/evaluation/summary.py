@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import dataclasses
 import platform
+import subprocess
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from enum import Enum
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from memory_orchestrator.evaluation.metrics import duplicate_rate, mean, percentile
@@ -42,9 +44,27 @@ def json_safe(value: Any) -> Any:
     return value
 
 
+def git_revision() -> str:
+    """The checked-out commit of this source tree (``+dirty`` with local changes), or ``""``."""
+    root = Path(__file__).resolve().parents[3]
+    if not (root / ".git").exists():
+        return ""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+        )
+        status = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+    except (OSError, subprocess.CalledProcessError):
+        return ""
+    return head.stdout.strip() + ("+dirty" if status.stdout.strip() else "")
+
+
 def versions() -> dict[str, str]:
-    """Versions of this package, Python and the evaluation libraries."""
-    found = {"python": platform.python_version(), "platform": platform.platform()}
+    """Versions of this package (and its git commit), Python and the evaluation libraries."""
+    found = {"python": platform.python_version(), "platform": platform.platform(), "git": git_revision()}
     for name in ("mnemon-memory-orchestrator", "bm25s", "numpy", "matplotlib"):
         try:
             found[name] = metadata.version(name)
