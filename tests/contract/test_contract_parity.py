@@ -56,8 +56,11 @@ async def test_same_writes_give_the_same_edges_and_recall(tmp_path: Path) -> Non
         actual, sqlite_ids = await _graph(sqlite, memories)
         assert len(expected) > 200
         assert actual == expected
-        query = RecallQuery("why was the kafka service paused", limit=5, now=T0 + timedelta(days=30))
-        in_memory = [reference_ids[hit.record.id] for hit in await reference.recall(query)]
-        in_sqlite = [sqlite_ids[hit.record.id] for hit in await sqlite.recall(query)]
-        assert in_memory[0] == in_sqlite[0]
-        assert len(set(in_memory) & set(in_sqlite)) >= 4
+        now = T0 + timedelta(days=30)
+        for text in ("why was the kafka service paused", "billing settings", "Postgres"):
+            query = RecallQuery(text, limit=8, now=now)
+            in_memory = [reference_ids[hit.record.id] for hit in await reference.recall(query)]
+            in_sqlite = [sqlite_ids[hit.record.id] for hit in await sqlite.recall(query)]
+            assert in_sqlite == in_memory
+            searched = [reference_ids[hit.record.id] for hit in await reference.search(text, now=now)]
+            assert [sqlite_ids[hit.record.id] for hit in await sqlite.search(text, now=now)] == searched

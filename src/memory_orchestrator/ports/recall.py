@@ -26,7 +26,7 @@ def fuse_recall(
     weights: Mapping[str, float] = RECALL_WEIGHTS,
     k: int = RRF_K,
 ) -> list[Hit]:
-    """Fuse ranked channel lists into recall hits, best first (ties by id).
+    """Fuse ranked channel lists into recall hits, best first (ties: newer first, then id).
 
     Each hit's ``signals`` hold its share from every channel that found it, plus ``bm25`` (the raw
     keyword score, 0 when not matched) and ``age_days`` (measured from ``now``).
@@ -48,5 +48,6 @@ def fuse_recall(
         parts["bm25"] = round(keyword_scores.get(memory_id, 0.0), 6)
         parts["age_days"] = round(max(0.0, (now - record.created_at).total_seconds() / 86400), 3)
         hits.append(Hit(record, round(total, 8), via="recall", signals=parts))
-    hits.sort(key=lambda hit: (-hit.score, hit.record.id))
+    # Ties go to the newer memory, then the id: stores assign different ids, never different times.
+    hits.sort(key=lambda hit: (-hit.score, -hit.record.created_at.timestamp(), hit.record.id))
     return hits

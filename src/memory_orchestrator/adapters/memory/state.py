@@ -33,6 +33,11 @@ class StoredMemory:
     token_counts: Counter[str]
     deleted_at: datetime | None = None
 
+    @property
+    def token_total(self) -> int:
+        """Number of tokens of the content (its BM25 length)."""
+        return sum(self.token_counts.values())
+
 
 def _nearest(keys: list[TimeKey], moment: datetime, before: int, after: int) -> list[str]:
     position = bisect.bisect_right(keys, (moment, "\uffff"))
@@ -53,6 +58,7 @@ class MemoryState:
         self._adjacent: dict[str, set[EdgeKey]] = {}
         self._superseders: dict[str, set[str]] = {}
         self._spelling: dict[str, str] = {}
+        self._token_total = 0
 
     # -- memories -------------------------------------------------------------------------------
 
@@ -75,6 +81,7 @@ class MemoryState:
         for token in stored.token_counts:
             self._postings.setdefault(token, set()).add(record.id)
         self._by_hash.setdefault(stored.content_hash, []).append(record.id)
+        self._token_total += stored.token_total
         for name in record.entities:
             self._spelling.setdefault(name.casefold(), name)
 
@@ -88,6 +95,7 @@ class MemoryState:
         for token in stored.token_counts:
             self._postings[token].discard(memory_id)
         self._by_hash[stored.content_hash].remove(memory_id)
+        self._token_total -= stored.token_total
 
     def _time_lists(self, stored: StoredMemory) -> list[list[TimeKey]]:
         lists = [self._by_time, self._by_source.setdefault(stored.record.source, [])]
@@ -183,25 +191,33 @@ class MemoryState:
     def bm25(
         self, query_tokens: Iterable[str], records: list[MemoryRecord]
     ) -> list[tuple[MemoryRecord, float]]:
-        """Okapi BM25 (k1=1.2, b=0.75) over ``records``; only those sharing a term, best first."""
-        terms = set(query_tokens)
-        if not terms or not records:
+        """BM25 of ``records`` exactly as SQLite FTS5 computes it; only those sharing a term, best first.
+
+        Statistics (row count, document frequency, average length) cover every active memory, as the
+        FTS index does; idf = ln((N - n + 0.5) / (n + 0.5)) floored at 1e-6, k1 = 1.2, b = 0.75.
+        """
+        terms = {term for term in query_tokens if self._postings.get(term)}
+        active = len(self._by_time)
+        if not terms or not records or not active:
             return []
-        counts = {record.id: self.memories[record.id].token_counts for record in records}
-        average = sum(sum(c.values()) for c in counts.values()) / len(records) or 1.0
-        frequency = Counter(term for c in counts.values() for term in terms if term in c)
+        average = self._token_total / active or 1.0
+        idf = {
+            term: max(
+                1e-6, math.log((active - len(self._postings[term]) + 0.5) / (len(self._postings[term]) + 0.5))
+            )
+            for term in terms
+        }
         scored: list[tuple[MemoryRecord, float]] = []
         for record in records:
-            document = counts[record.id]
-            matched = terms.intersection(document)
+            stored = self.memories[record.id]
+            matched = terms.intersection(stored.token_counts)
             if not matched:
                 continue
-            length = sum(document.values())
+            length = stored.token_total
             score = 0.0
             for term in matched:
-                idf = math.log(1 + (len(records) - frequency[term] + 0.5) / (frequency[term] + 0.5))
-                tf = document[term]
-                score += idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / average))
+                tf = stored.token_counts[term]
+                score += idf[term] * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / average))
             scored.append((record, score))
-        scored.sort(key=lambda pair: (-pair[1], pair[0].id))
+        scored.sort(key=lambda pair: (-pair[1], -pair[0].created_at.timestamp(), pair[0].id))
         return scored

@@ -17,9 +17,6 @@ from memory_orchestrator.adapters.sqlite.rows import (
 )
 from memory_orchestrator.ports import Edge, EdgeType, Filters, Neighbor
 
-#: Edge rows read per hop, as a multiple of the caller's limit (guards against hub memories).
-ROWS_PER_LIMIT = 20
-
 
 async def store_edge(db: aiosqlite.Connection, edge: Edge) -> None:
     """Insert or replace ``edge``; a symmetric kind also replaces the same pair stored the other way."""
@@ -51,26 +48,60 @@ async def insert_edges(db: aiosqlite.Connection, edges: Sequence[Edge]) -> None:
     )
 
 
-async def _hop_rows(
-    db: aiosqlite.Connection, frontier: list[str], kinds: list[str], filters: Filters, cap: int
+async def _hop(
+    db: aiosqlite.Connection,
+    frontier: list[str],
+    kinds: list[str],
+    visited: set[str],
+    filters: Filters,
+    limit: int,
 ) -> list[tuple[Edge, str, str]]:
+    """One hop: the best edge per (reached memory, type), strongest first, ties by id then type.
+
+    Ranking reads only keys and weights (covered by the primary key and ``edges_target``), so only
+    the ``limit`` winners' full rows are read, even around hub memories.
+    """
     clause = visible_clause(filters, None)
     half = (
-        f"SELECT {EDGE_COLUMNS}, {{origin}} AS origin, m.id AS other FROM edges e "
-        f"JOIN memories m ON m.id = {{other}} "
-        f"WHERE {{origin}} IN (SELECT value FROM json_each(?)) "
+        "SELECT e.source_id, e.target_id, e.type, e.weight, {origin} AS origin, m.id AS other FROM edges e "
+        "JOIN memories m ON m.id = {other} WHERE {origin} IN (SELECT value FROM json_each(?)) "
         f"AND e.type IN (SELECT value FROM json_each(?)) AND {clause.text()}"
     )
     sql = (
-        half.format(origin="e.source_id", other="e.target_id")
+        "WITH reach AS ("
+        + half.format(origin="e.source_id", other="e.target_id")
         + " UNION ALL "
         + half.format(origin="e.target_id", other="e.source_id")
-        + " ORDER BY 4 DESC, 8, 3 LIMIT ?"
+        + "), ranked AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY other, type ORDER BY weight DESC, origin) "
+        "AS rank FROM reach WHERE other NOT IN (SELECT value FROM json_each(?))) "
+        "SELECT source_id, target_id, type, origin, other FROM ranked "
+        "WHERE rank = 1 ORDER BY weight DESC, other, type LIMIT ?"
     )
     ids, types = json.dumps(frontier), json.dumps(kinds)
-    params = (ids, types, *clause.params, ids, types, *clause.params, cap)
-    rows = list(await db.execute_fetchall(sql, params))
-    return [(edge_from_row(row), row[6], row[7]) for row in rows]
+    params = (ids, types, *clause.params, ids, types, *clause.params, json.dumps(sorted(visited)), limit)
+    winners = list(await db.execute_fetchall(sql, params))
+    edges = await _edges_by_key(db, [(row[0], row[1], row[2]) for row in winners])
+    return [(edges[(row[0], row[1], row[2])], str(row[3]), str(row[4])) for row in winners]
+
+
+async def _edges_by_key(
+    db: aiosqlite.Connection, keys: list[tuple[str, str, str]]
+) -> dict[tuple[str, str, str], Edge]:
+    if not keys:
+        return {}
+    sql = (
+        f"SELECT {EDGE_COLUMNS} FROM edges e WHERE (e.source_id, e.target_id, e.type) IN "
+        "(SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') "
+        "FROM json_each(?))"
+    )
+    rows = await db.execute_fetchall(sql, (json.dumps(keys),))
+    return {(row[0], row[1], row[2]): edge_from_row(row) for row in rows}
+
+
+async def _active_ids(db: aiosqlite.Connection, ids: Sequence[str]) -> list[str]:
+    sql = "SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(?)) AND deleted_at IS NULL"
+    active = {str(row[0]) for row in await db.execute_fetchall(sql, (json.dumps(list(ids)),))}
+    return [memory_id for memory_id in dict.fromkeys(ids) if memory_id in active]
 
 
 async def neighbors(
@@ -83,28 +114,16 @@ async def neighbors(
 ) -> list[Neighbor]:
     """Breadth-first expansion; one entry per (memory, edge type), strongest first, ties by id."""
     kinds = sorted(kind.value for kind in (set(EdgeType) if edge_types is None else set(edge_types)))
-    start = await active_records(db, ids)
-    frontier = [memory_id for memory_id in dict.fromkeys(ids) if memory_id in start]
+    frontier = await _active_ids(db, ids)
     visited = set(ids)
     found: list[Neighbor] = []
     for hop in range(1, hops + 1):
         if not frontier:
             break
-        best: dict[tuple[str, EdgeType], tuple[Edge, str]] = {}
-        for edge, origin, other in await _hop_rows(db, frontier, kinds, filters, limit * ROWS_PER_LIMIT):
-            key = (other, edge.type)
-            if other in visited or (
-                key in best and (-best[key][0].weight, best[key][1]) <= (-edge.weight, origin)
-            ):
-                continue
-            best[key] = (edge, origin)
-        ranked = sorted(best.items(), key=lambda item: (-item[1][0].weight, item[0][0], item[0][1].value))
-        ranked = ranked[:limit]
-        records = await active_records(db, (other for (other, _), _ in ranked))
+        ranked = await _hop(db, frontier, kinds, visited, filters, limit)
+        records = await active_records(db, (other for _, _, other in ranked))
         reached = [
-            Neighbor(records[other], edge, origin, hop)
-            for (other, _), (edge, origin) in ranked
-            if other in records
+            Neighbor(records[other], edge, origin, hop) for edge, origin, other in ranked if other in records
         ]
         found.extend(reached)
         frontier = list(dict.fromkeys(item.record.id for item in reached))

@@ -25,7 +25,8 @@ async def keyword(
     sql = (
         f"SELECT {MEMORY_COLUMNS}, -bm25(memories_fts) AS score FROM memories_fts "
         f"JOIN memories m ON m.rowid = memories_fts.rowid "
-        f"WHERE memories_fts MATCH ? AND {clause.text()} ORDER BY bm25(memories_fts), m.id LIMIT ?"
+        f"WHERE memories_fts MATCH ? AND {clause.text()} "
+        f"ORDER BY bm25(memories_fts), m.created_at DESC, m.id LIMIT ?"
     )
     rows = list(await db.execute_fetchall(sql, (query, *clause.params, limit)))
     records = await records_from_rows(db, rows)

@@ -59,7 +59,8 @@ CREATE TABLE IF NOT EXISTS edges (
     created_at TEXT NOT NULL,
     PRIMARY KEY (source_id, target_id, type)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS edges_target ON edges(target_id, type);
+-- Covering (target, type, weight, + the key's source): walking edges backwards never touches rows.
+CREATE INDEX IF NOT EXISTS edges_target ON edges(target_id, type, weight);
 
 -- The shared tokenizer's output (stop words dropped, Han bigrams) so BM25 sees the same terms as
 -- every other backend; rowid is the memory's rowid.
