@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rich.console import Console
@@ -142,8 +142,3 @@ def show_health(health: BackendHealth) -> None:
     console.print(Text(f"backend {health.backend}: {health.status}  {health.version}".rstrip()))
     rows = [(c.name, c.status, f"{c.duration_ms:.1f}", c.detail) for c in health.checks]
     console.print(table("checks", ("check", "status", "ms", "detail"), rows))
-
-
-def show_mapping(title: str, data: Mapping[str, Any]) -> None:
-    """Print a flat key/value table."""
-    console.print(table(title, ("key", "value"), sorted((k, v) for k, v in data.items())))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -94,18 +94,14 @@ def fail(message: str, code: int = 1) -> typer.Exit:
     return typer.Exit(code)
 
 
-def run(action: Callable[[], Awaitable[T]]) -> T:
+def run(action: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run async CLI work; expected errors become a one-line message and a non-zero exit code."""
     try:
-        return asyncio.run(_awaited(action))
+        return asyncio.run(action())
     except OrchestratorError as exc:
         raise fail(str(exc), exit_code_for(exc)) from None
     except OSError as exc:
         raise fail(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": "), 1) from None
-
-
-async def _awaited(action: Callable[[], Awaitable[T]]) -> T:
-    return await action()
 
 
 def guarded(action: Callable[[], T]) -> T:
