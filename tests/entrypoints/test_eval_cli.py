@@ -54,7 +54,7 @@ def test_eval_writes_reports_with_every_mode_and_bm25(isolated: Path, backend: s
     summary = json.loads(stdout)
     assert summary["meta"]["queries"] == 4 and summary["meta"]["backend"] == backend
     modes = summary["overall"]["modes"]
-    assert list(modes) == ["raw", "orchestrated", "expanded", "context", "bm25"]
+    assert list(modes) == ["raw", "keyword", "orchestrated", "expanded", "context", "bm25"]
     # BM25 (deterministic): q1 and q3 found, half of q2's gold, q4 asks before t7 existed
     assert modes["bm25"]["recall@5"] == pytest.approx((1 + 0.5 + 1 + 0) / 4)
     # q1 lists the superseded t4 as must-not: BM25 ranks it first

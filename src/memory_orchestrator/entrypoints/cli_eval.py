@@ -152,7 +152,7 @@ def evaluate(
     ] = None,
     backend: Annotated[str | None, typer.Option("--backend", "-b", help="sqlite, memory, neo4j ...")] = None,
     mode: Annotated[
-        str, typer.Option(help="raw, orchestrated, expanded, context (comma list) or all.")
+        str, typer.Option(help="raw, keyword, orchestrated, expanded, context (comma list) or all.")
     ] = "all",
     k: Annotated[str, typer.Option("--k", help="Cut-offs, comma separated.")] = "5,10,25",
     budget_tokens: Annotated[int, typer.Option(help="Token budget of the packed context.")] = 1500,

@@ -180,7 +180,10 @@ def _context_lines(summary: Mapping[str, Any]) -> list[str]:
 
 def _loss_lines(summary: Mapping[str, Any], k: int) -> list[str]:
     rows = summary.get("losses") or []
-    lines = [f"## Where a mode loses (recall@{k} below BM25 or raw by > 2 points)", ""]
+    lines = [
+        f"## Where an orchestrated mode loses (recall@{k} > 2 points below BM25, raw or keyword)",
+        "",
+    ]
     if not rows:
         return [*lines, "None.", ""]
     lines += ["| slice | value | n | mode | vs | mode R | ref R | gap |", "|---|---|---|---|---|---|---|---|"]

@@ -3,6 +3,7 @@
 Modes:
 
 - ``raw``: the backend's own ``recall`` (what an agent gets without the orchestrator);
+- ``keyword``: the backend's keyword ``search`` alone (its lexical channel, a second reference);
 - ``orchestrated``: ``Orchestrator.search`` without graph expansion;
 - ``expanded``: ``Orchestrator.search`` with expansion;
 - ``context``: ``Orchestrator.context`` under a token budget: how much gold evidence survives packing;
@@ -38,7 +39,7 @@ from memory_orchestrator.ports import (
 )
 from memory_orchestrator.ports.text import content_hash
 
-MODES = ("raw", "orchestrated", "expanded", "context")
+MODES = ("raw", "keyword", "orchestrated", "expanded", "context")
 BASELINE = "bm25"
 DEFAULT_KS = (5, 10, 25)
 
@@ -218,6 +219,7 @@ class _QueryEvaluator:
         judgement = Judgement(query.gold, query.gold_dups, query.must_not)
         runners: dict[str, Callable[[DatasetQuery], Any]] = {
             "raw": self._raw,
+            "keyword": self._keyword,
             "orchestrated": self._orchestrated,
             "expanded": self._expanded,
             "context": self._context,
@@ -266,6 +268,10 @@ class _QueryEvaluator:
         hits: list[Hit] = await self._backend.recall(
             RecallQuery(query.query, limit=self._config.max_k, now=query.now)
         )
+        return [[self._dataset_id(hit.record.id)] for hit in hits], {}
+
+    async def _keyword(self, query: DatasetQuery) -> tuple[list[list[str]], dict[str, Any]]:
+        hits = await self._backend.search(query.query, limit=self._config.max_k, now=query.now)
         return [[self._dataset_id(hit.record.id)] for hit in hits], {}
 
     async def _search(self, query: DatasetQuery, expand: bool) -> tuple[list[list[str]], dict[str, Any]]:

@@ -26,6 +26,8 @@ from memory_orchestrator.ports import format_timestamp
 HEADLINE_EXCLUDED_CATEGORIES = frozenset({"5"})
 #: Metrics shown per slice (the full set is in ``overall`` and ``headline``).
 SLICE_METRICS = ("recall", "ndcg")
+#: The modes that go through the orchestrator (the ones a loss table is about).
+ORCHESTRATOR_MODES = ("orchestrated", "expanded", "context")
 SLICE_KEYS = ("kind", "intent", "category", "conversation", "planned_intent", "strategy")
 
 
@@ -169,14 +171,14 @@ def _slice_modes(members: Sequence[QueryOutcome], modes: Sequence[str], ks: Sequ
 def losses(
     summary_slices: Mapping[str, Any], modes: Iterable[str], k: int, *, margin: float = 0.02
 ) -> list[dict[str, Any]]:
-    """Slices where a mode's recall@k trails BM25 or the raw backend by more than ``margin``."""
+    """Slices where a mode's recall@k trails BM25, raw recall or keyword search by > ``margin``."""
     found = []
     metric = f"recall@{k}"
     for key, values in summary_slices.items():
         for value, cell in values.items():
             scores = {mode: stats.get(metric) for mode, stats in cell["modes"].items()}
             for mode in modes:
-                for reference in (BASELINE, "raw"):
+                for reference in (BASELINE, "raw", "keyword"):
                     mine, theirs = scores.get(mode), scores.get(reference)
                     if mode == reference or mine is None or theirs is None:
                         continue
@@ -224,7 +226,7 @@ def summarise(run: EvalRun) -> dict[str, Any]:
         "headline": {"set": label, "queries": len(headline), "modes": aggregate_modes(headline, modes, ks)},
         "overall": {"queries": len(queries), "modes": aggregate_modes(queries, modes, ks)},
         "slices": by_slice,
-        "losses": losses(by_slice, run.config.modes, cut),
+        "losses": losses(by_slice, [m for m in run.config.modes if m in ORCHESTRATOR_MODES], cut),
         "latency_ms": latency(queries, modes),
         "context": context_stats(queries),
         "headline_context": context_stats(headline),
