@@ -125,3 +125,24 @@ async def test_trace_store_saves_loads_and_prunes(tmp_path: Path) -> None:
     await store.aclose()
     async with SqliteTraceStore(tmp_path / "traces.db", retention=2) as reopened:
         assert await reopened.load("t1") == {"n": "replaced"}
+
+
+@pytest.mark.anyio
+async def test_a_database_locked_by_another_writer_gives_unavailable_and_no_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory_orchestrator.adapters.sqlite import backend as backend_module
+
+    monkeypatch.setattr(backend_module, "FIRST_BACKOFF_S", 0.001)
+    path = tmp_path / "m.db"
+    async with SqliteBackend(path, busy_timeout_ms=1) as backend:
+        holder = sqlite3.connect(path, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")
+        try:
+            with pytest.raises(BackendUnavailable, match="locked"):
+                await backend.remember(NewMemory("blocked write"))
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        assert await backend.recent() == []
+        assert (await backend.remember(NewMemory("after the lock"))).action.value == "added"
