@@ -180,14 +180,16 @@ def _recall(items: Sequence[Any], gold: tuple[str, ...], dataset: Dataset, k: in
 
 
 async def _measure_writes(orchestrator: Orchestrator, config: BenchConfig, samples: _Samples) -> None:
-    for memory in new_memories(config.writes, seed=config.seed):
+    # the first writes warm the write path's caches and are not counted, like the first queries
+    for position, memory in enumerate(new_memories(config.writes + config.warmup, seed=config.seed)):
         request = WriteRequest(to_new_memory(memory, backdated=True))
         try:
             write_ms, _ = await _timed_ms(orchestrator.write(request))
         except OrchestratorError as exc:
             samples.errors.append(f"write {memory.id}: {type(exc).__name__}: {exc}")
             continue
-        samples.latency["memory_write"].append(write_ms)
+        if position >= config.warmup:
+            samples.latency["memory_write"].append(write_ms)
 
 
 async def bench_size(
