@@ -169,3 +169,20 @@ def test_trace_list_shows_the_newest_first(atlas: dict[str, str], tmp_path: Path
 
 def test_version() -> None:
     assert invoke("--version").stdout.startswith("orchestrator 0.1.0")
+
+
+def test_context_honours_filters(atlas: dict[str, str]) -> None:
+    result = invoke_json(
+        "context",
+        "--query",
+        "Atlas",
+        "--now",
+        NOW,
+        "--category",
+        "decision",
+        "--since",
+        "2026-04-01T00:00:00Z",
+    )
+    assert result["items"]
+    assert {item["category"] for item in result["items"]} == {"decision"}
+    assert all(item["created_at"] >= "2026-04-01" for item in result["items"])

@@ -4,6 +4,7 @@ venv), discovered through its entry point by `orchestrator` subprocesses; its ba
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import json
 import os
@@ -152,3 +153,15 @@ def test_a_backend_name_taken_by_another_distribution_names_both_plugins(tmp_pat
     assert done.returncode == 6
     assert "backend name 'sqlite' is registered twice" in done.stderr
     assert "'sqlite'" in done.stderr and "'squatter'" in done.stderr
+
+
+def test_the_sample_plugin_imports_only_what_a_plugin_may() -> None:
+    allowed = {"memory_orchestrator.ports", "memory_orchestrator.plugins"}
+    for source in (SAMPLE / "orchestrator_sample_plugin").glob("*.py"):
+        tree = ast.parse(source.read_text())
+        modules = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+        modules |= {
+            alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names
+        }
+        ours = {module for module in modules if module.startswith("memory_orchestrator")}
+        assert ours <= allowed, (source.name, ours - allowed)

@@ -104,7 +104,11 @@ def context(
     ] = None,
     expand: ExpandOption = True,
     intent: IntentOption = None,
+    category: CategoryOption = None,
+    source: SourceOption = None,
     entity: EntityOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
     now: NowOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -113,7 +117,7 @@ def context(
         lambda: ContextRequest(
             query=query,
             task=task,
-            filters=build_filters(None, None, entity, None, None),
+            filters=build_filters(category, source, entity, since, until),
             budget=Budget(max_items=max_items, max_chars=max_chars, max_tokens=max_tokens),
             expand=expand,
             now=parse_time_option(now, "--now"),
