@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -147,3 +148,30 @@ def test_eval_runs_as_a_real_subprocess(isolated: Path) -> None:
 
     assert completed.returncode == 0, completed.stderr
     assert "1 conversations" in completed.stdout and "dropped 2" in completed.stdout
+
+
+@pytest.mark.integration
+def test_eval_on_neo4j_uses_a_fresh_store(
+    isolated: Path, monkeypatch: pytest.MonkeyPatch, neo4j_service: Any
+) -> None:
+    monkeypatch.setenv("ORCHESTRATOR_BACKEND__NEO4J__URI", neo4j_service.uri)
+    monkeypatch.setenv("ORCHESTRATOR_BACKEND__NEO4J__USER", neo4j_service.user)
+    monkeypatch.setenv("ORCHESTRATOR_BACKEND__NEO4J__PASSWORD", neo4j_service.password)
+    monkeypatch.setenv("ORCHESTRATOR_BACKEND__NEO4J__DATABASE", neo4j_service.database)
+
+    runs = []
+    for _ in range(2):
+        code, stdout, stderr = _invoke(
+            "eval", "--dataset", str(TINY), "--backend", "neo4j", "--mode", "raw,keyword",
+            "--out", str(isolated / "neo4j"), "--no-progress", "--json",
+        )  # fmt: skip
+        assert code == 0, stderr
+        runs.append(json.loads(stdout))
+
+    # a second run sees exactly the same corpus: each run writes into a store of its own
+    assert [run["ingest"][0]["written"] for run in runs] == [7, 7]
+    assert (
+        runs[0]["overall"]["modes"]["keyword"]["recall@5"]
+        == runs[1]["overall"]["modes"]["keyword"]["recall@5"]
+    )
+    assert runs[0]["overall"]["modes"]["keyword"]["recall@5"] >= 0.5
