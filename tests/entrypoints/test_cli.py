@@ -210,3 +210,22 @@ def test_commands_of_other_modules_are_mounted_when_present_and_skipped_when_mis
     cli._mount_optional("cli_eval", "no_such_attribute", "ghost", group=False)
     assert len(cli.app.registered_commands) == before
     assert "ghost" not in invoke("--help").stdout
+
+
+def test_import_of_a_folder_of_stores_fills_one_store_each(tmp_path: Path) -> None:
+    for store, text in (("conv-a", "Alice adopted a cat named Miso"), ("conv-b", "Bob sold his sailboat")):
+        folder = tmp_path / "dataset" / store
+        folder.mkdir(parents=True)
+        row = {"id": "m1", "content": text, "created_at": "2026-01-01T10:00:00Z"}
+        (folder / "memories.jsonl").write_text(json.dumps(row) + "\n")
+    data = invoke_json("import", str(tmp_path / "dataset"))
+    assert [store["store"] for store in data["stores"]] == ["conv-a", "conv-b"]
+
+    def contents(store: str) -> list[str]:
+        return [
+            hit["memory"]["content"]
+            for hit in invoke_json("--store", store, "recall", "Miso sailboat")["hits"]
+        ]
+
+    assert contents("conv-a") == ["Alice adopted a cat named Miso"]
+    assert contents("conv-b") == ["Bob sold his sailboat"]
