@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from memory_orchestrator.evaluation.datasets import (
     load_dataset,
     to_new_memory,
 )
-from memory_orchestrator.ports import EdgeType, InvalidRequest
+from memory_orchestrator.ports import Capabilities, EdgeType, InvalidRequest
 
 
 def _write(path: Path, rows: list[dict[str, object]]) -> None:
@@ -171,3 +172,26 @@ async def test_ingest_survives_a_refused_memory(tmp_path: Path) -> None:
     assert set(report.ids) == {"m2"}
     assert report.written == 1
     assert any("memory m1 not written" in warning for warning in report.warnings)
+
+
+class _NoBackdating(InMemoryBackend):
+    """The reference backend, claiming it cannot back-date writes (as Mnemon's CLI cannot)."""
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return replace(super().capabilities, backdated_writes=False)
+
+
+@pytest.mark.anyio
+async def test_ingest_without_backdating_writes_oldest_first_and_says_so(tmp_path: Path) -> None:
+    _write(tmp_path / "memories.jsonl", MEMORIES)
+    [store] = load_dataset(tmp_path)
+    backend = _NoBackdating()
+    async with backend:
+        report = await ingest(backend, store)
+
+        written = [args[0] for name, args in backend.calls if name == "remember"]
+        assert [memory.metadata["dataset_id"] for memory in written] == ["m1", "m2"]
+        assert all(memory.created_at is None for memory in written)
+        assert report.backdated is False
+        assert "cannot back-date writes" in report.warnings[0]
