@@ -41,7 +41,13 @@ from memory_orchestrator.ports import (
 )
 from memory_orchestrator.ports.autolinks import entities_for, link_candidates, plan_edges, sketch
 from memory_orchestrator.ports.recall import fuse_recall
-from memory_orchestrator.ports.text import content_hash, extract_entities, name_candidates, tokenize
+from memory_orchestrator.ports.text import (
+    content_hash,
+    extract_entities,
+    matched_names,
+    name_candidates,
+    tokenize,
+)
 from memory_orchestrator.ports.validation import (
     validate_edge,
     validate_hops,
@@ -223,9 +229,7 @@ class InMemoryBackend(AsyncLifecycle):
         """Newest visible memories first."""
         await self._enter("recent", limit, filters, now)
         validate_limit(limit)
-        visible = self._visible(filters, now)
-        visible.sort(key=lambda record: (record.created_at, record.id), reverse=True)
-        return visible[:limit]
+        return self.state.newest(filters, ensure_utc(now or self.clock.now()), limit)
 
     async def search(
         self, text: str, *, limit: int = 10, filters: Filters = Filters(), now: datetime | None = None
@@ -233,28 +237,29 @@ class InMemoryBackend(AsyncLifecycle):
         """BM25 keyword search over the visible memories."""
         await self._enter("search", text, limit, filters, now)
         validate_limit(limit)
-        scored = self.state.bm25(tokenize(text), self._visible(filters, now))
+        scored = self._keyword(text, filters, ensure_utc(now or self.clock.now()))
         return [
             Hit(record, round(score, 6), via="keyword", signals={"keyword": round(score, 6)})
             for record, score in scored[:limit]
         ]
+
+    def _keyword(self, text: str, filters: Filters, now: datetime) -> list[tuple[MemoryRecord, float]]:
+        tokens = tokenize(text)
+        return self.state.bm25(tokens, self.state.containing(tokens, filters, now))
 
     async def recall(self, query: RecallQuery) -> list[Hit]:
         """Keyword, entity and recency channels fused by weighted reciprocal rank."""
         await self._enter("recall", query)
         validate_limit(query.limit)
         now = ensure_utc(query.now or self.clock.now())
-        visible = self._visible(query.filters, now)
         pool = query.limit * 5
-        keyword = self.state.bm25(tokenize(query.text), visible)[:pool]
-        wanted = {name.casefold() for name in extract_entities(query.text, self._known_names())}
-        anchored = [record for record in visible if wanted & {name.casefold() for name in record.entities}]
-        anchored.sort(key=lambda record: (record.created_at, record.id), reverse=True)
-        newest = visible[::-1]
+        keyword = self._keyword(query.text, query.filters, now)[:pool]
+        known = self.state.known_names(name_candidates(query.text))
+        names = [*extract_entities(query.text), *matched_names(query.text, known)]
         channels = {
             "keyword": [record for record, _ in keyword],
-            "entity": anchored[:pool],
-            "recency": newest[: query.limit],
+            "entity": self.state.carrying((name.casefold() for name in names), query.filters, now, pool),
+            "recency": self.state.newest(query.filters, now, query.limit),
         }
         return fuse_recall(channels, {record.id: score for record, score in keyword}, now)[: query.limit]
 
@@ -301,7 +306,7 @@ class InMemoryBackend(AsyncLifecycle):
         """Entity names of active memories, most used first, ties alphabetical."""
         await self._enter("known_entities", limit)
         validate_limit(limit)
-        return self._known_names()[:limit]
+        return self.state.ranked_names()[:limit]
 
     async def health(self, *, probe: bool = False) -> BackendHealth:
         """Always ready unless a failure was injected for ``health``."""
@@ -312,19 +317,6 @@ class InMemoryBackend(AsyncLifecycle):
         return BackendHealth(self.name, "ok", tuple(checks), memory_count=len(self.state.active()))
 
     # -- internals ------------------------------------------------------------------------------
-
-    def _visible(self, filters: Filters, now: datetime | None) -> list[MemoryRecord]:
-        return self.state.visible(filters, ensure_utc(now or self.clock.now()))
-
-    def _known_names(self) -> list[str]:
-        counts: Counter[str] = Counter()
-        spelling: dict[str, str] = {}
-        for item in self.state.active():
-            for name in item.record.entities:
-                spelling.setdefault(name.casefold(), name)
-                counts[name.casefold()] += 1
-        ranked = sorted(counts, key=lambda key: (-counts[key], key))
-        return [spelling[key] for key in ranked]
 
 
 def _neighbor_order(item: Neighbor) -> tuple[float, int, str, str]:

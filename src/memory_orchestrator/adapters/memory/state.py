@@ -113,11 +113,44 @@ class MemoryState:
         sources = sorted(s for s in self._superseders.get(stored.record.id, ()) if self.is_active(s))
         return replace(stored.record, superseded_by=tuple(sources)) if sources else stored.record
 
-    def visible(self, filters: Filters, now: datetime) -> list[MemoryRecord]:
-        """Active memories created at or before ``now`` passing ``filters``, oldest first."""
+    def admitted(self, memory_ids: Iterable[str], filters: Filters, now: datetime) -> list[MemoryRecord]:
+        """The active memories among ``memory_ids`` created at or before ``now`` and passing ``filters``."""
+        records = (self.view(self.memories[i]) for i in memory_ids if self.is_active(i))
+        return [record for record in records if record.created_at <= now and filters.admits(record)]
+
+    def containing(self, tokens: Iterable[str], filters: Filters, now: datetime) -> list[MemoryRecord]:
+        """Visible memories containing any of ``tokens`` (found through the postings, not a scan)."""
+        ids: set[str] = set()
+        for token in set(tokens):
+            ids.update(self._postings.get(token, ()))
+        return self.admitted(sorted(ids), filters, now)
+
+    def carrying(
+        self, names: Iterable[str], filters: Filters, now: datetime, limit: int
+    ) -> list[MemoryRecord]:
+        """Visible memories carrying any of the (casefolded) entity ``names``, newest first."""
+        keys: set[TimeKey] = set()
+        for name in set(names):
+            keys.update(self._by_entity.get(name, ()))
+        ordered = [memory_id for _, memory_id in sorted(keys, reverse=True)]
+        return self.admitted(ordered, filters, now)[:limit]
+
+    def newest(self, filters: Filters, now: datetime, limit: int) -> list[MemoryRecord]:
+        """The newest visible memories, newest first, reading back from ``now`` only as far as needed."""
         position = bisect.bisect_right(self._by_time, (now, "\uffff"))
-        records = (self.view(self.memories[memory_id]) for _, memory_id in self._by_time[:position])
-        return [record for record in records if filters.admits(record)]
+        found: list[MemoryRecord] = []
+        for _, memory_id in reversed(self._by_time[:position]):
+            record = self.view(self.memories[memory_id])
+            if filters.admits(record):
+                found.append(record)
+                if len(found) == limit:
+                    break
+        return found
+
+    def ranked_names(self) -> list[str]:
+        """Entity names of active memories, most used first, ties alphabetical (casefolded)."""
+        counts = self.entity_counts()
+        return [self._spelling[key] for key in sorted(counts, key=lambda key: (-counts[key], key))]
 
     def known_names(self, candidates: Iterable[str]) -> dict[str, str]:
         """The entity names of active memories among ``candidates`` (casefolded -> spelling)."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-import time
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Collection, Iterator, Sequence
@@ -46,7 +45,13 @@ from memory_orchestrator.ports import (
 )
 from memory_orchestrator.ports.autolinks import entities_for, link_candidates, plan_edges, sketch
 from memory_orchestrator.ports.recall import fuse_recall
-from memory_orchestrator.ports.text import content_hash, extract_entities, name_candidates, tokenize
+from memory_orchestrator.ports.text import (
+    content_hash,
+    extract_entities,
+    matched_names,
+    name_candidates,
+    tokenize,
+)
 from memory_orchestrator.ports.validation import (
     validate_edge,
     validate_hops,
@@ -57,8 +62,6 @@ from memory_orchestrator.ports.validation import (
 #: Attempts and first back-off of a write transaction that finds the database locked.
 WRITE_ATTEMPTS = 6
 FIRST_BACKOFF_S = 0.05
-#: Seconds the known-entity list is reused by ``recall`` (other processes may add names meanwhile).
-KNOWN_ENTITIES_TTL_S = 5.0
 
 
 class SqliteBackend(AsyncLifecycle):
@@ -75,7 +78,6 @@ class SqliteBackend(AsyncLifecycle):
         self.busy_timeout_ms = busy_timeout_ms
         self._db: aiosqlite.Connection | None = None
         self._write_lock = asyncio.Lock()
-        self._known: tuple[float, list[str]] | None = None
 
     @property
     def capabilities(self) -> Capabilities:
@@ -137,8 +139,6 @@ class SqliteBackend(AsyncLifecycle):
                 except BaseException:
                     await db.execute("ROLLBACK")
                     raise
-                finally:
-                    self._known = None
 
     async def _begin(self, db: aiosqlite.Connection) -> None:
         # busy_timeout already waits; this bounded retry covers writers that outlast it.
@@ -274,20 +274,13 @@ class SqliteBackend(AsyncLifecycle):
         pool = query.limit * 5
         with self._translated("recall"):
             scored = await retrieval.keyword(self.db, tokenize(query.text), query.filters, now, pool)
-            names = extract_entities(query.text, await self._known_names())
+            known = await writes.known_names(self.db, name_candidates(query.text))
+            names = [*extract_entities(query.text), *matched_names(query.text, known)]
             anchors = await retrieval.anchored(self.db, names, query.filters, now, pool)
             latest = await retrieval.newest(self.db, query.filters, now, query.limit)
         channels = {"keyword": [record for record, _ in scored], "entity": anchors, "recency": latest}
         scores = {record.id: score for record, score in scored}
         return fuse_recall(channels, scores, now)[: query.limit]
-
-    async def _known_names(self) -> list[str]:
-        cached = self._known
-        if cached is not None and time.monotonic() - cached[0] < KNOWN_ENTITIES_TTL_S:
-            return cached[1]
-        names = await self._entity_names(1000)
-        self._known = (time.monotonic(), names)
-        return names
 
     async def _entity_names(self, limit: int) -> list[str]:
         sql = "SELECT name FROM entity_stats WHERE uses > 0 ORDER BY uses DESC, entity_norm LIMIT ?"
