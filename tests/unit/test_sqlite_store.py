@@ -94,6 +94,7 @@ async def test_forget_removes_index_entries_and_entity_counts(tmp_path: Path) ->
     with sqlite3.connect(tmp_path / "m.db") as db:
         assert db.execute("SELECT count(*) FROM memories_fts").fetchone()[0] == 1
         assert db.execute("SELECT uses FROM entity_stats WHERE entity_norm = 'kafka'").fetchone()[0] == 1
+        assert db.execute("SELECT docs FROM term_stats WHERE term = 'topic'").fetchone()[0] == 1
 
 
 @pytest.mark.anyio

@@ -68,8 +68,12 @@ CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
     tokens, tokenize = 'unicode61 remove_diacritics 0'
 );
 
--- Document frequency per term, to leave out terms so common that matching them costs a scan.
-CREATE VIRTUAL TABLE IF NOT EXISTS memories_vocab USING fts5vocab(memories_fts, 'row');
+-- Active memories per token, kept with every write: query planning picks rare terms from it
+-- (an indexed lookup; fts5vocab answers the same but an order of magnitude slower).
+CREATE TABLE IF NOT EXISTS term_stats (
+    term TEXT PRIMARY KEY,
+    docs INTEGER NOT NULL
+) WITHOUT ROWID;
 
 CREATE TABLE IF NOT EXISTS oplog (
     seq INTEGER PRIMARY KEY AUTOINCREMENT,

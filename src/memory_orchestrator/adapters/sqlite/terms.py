@@ -20,15 +20,15 @@ async def selective_terms(
 ) -> list[str]:
     """The query terms worth matching: known to the index, rarest first, very common ones dropped.
 
-    One round trip: document frequencies from the FTS vocabulary plus the store size (max rowid).
+    One round trip: document frequencies from ``term_stats`` plus the store size (max rowid).
     ``most`` keeps only that many of the rarest terms (candidate lookups on the write path).
     """
     unique = list(dict.fromkeys(tokens))
     if not unique:
         return []
     sql = (
-        "SELECT term, doc, (SELECT max(rowid) FROM memories) FROM memories_vocab "
-        "WHERE term IN (SELECT value FROM json_each(?))"
+        "SELECT term, docs, (SELECT max(rowid) FROM memories) FROM term_stats "
+        "WHERE docs > 0 AND term IN (SELECT value FROM json_each(?))"
     )
     rows = list(await db.execute_fetchall(sql, (json.dumps(sorted(unique)),)))
     if not rows:
@@ -42,3 +42,11 @@ async def selective_terms(
     rare = [term for term in present if frequencies[term] <= limit]
     chosen = rare or present
     return chosen[:most] if most is not None else chosen
+
+
+async def count_terms(db: aiosqlite.Connection, tokens: Sequence[str], change: int) -> None:
+    """Add ``change`` (+1 on insert, -1 on forget) to the document count of each distinct token."""
+    await db.executemany(
+        "INSERT INTO term_stats (term, docs) VALUES (?, ?) ON CONFLICT (term) DO UPDATE SET docs = docs + ?",
+        [(term, max(change, 0), change) for term in set(tokens)],
+    )

@@ -8,7 +8,7 @@ from datetime import timedelta
 import aiosqlite
 
 from memory_orchestrator.adapters.sqlite.rows import as_json, fts_query, stamp
-from memory_orchestrator.adapters.sqlite.terms import selective_terms
+from memory_orchestrator.adapters.sqlite.terms import count_terms, selective_terms
 from memory_orchestrator.ports import ChangeKind, MemoryRecord, parse_timestamp
 from memory_orchestrator.ports.autolinks import DEFAULT_LIMITS, LinkLimits, MemorySketch
 from memory_orchestrator.ports.text import tokenize
@@ -16,7 +16,7 @@ from memory_orchestrator.ports.text import tokenize
 #: Lexically similar memories fetched from FTS as candidates for semantic edges.
 LEXICAL_CANDIDATES = 20
 #: Query terms used to find them (the rarest ones: they are the telling ones and the cheap ones).
-LEXICAL_TERMS = 8
+LEXICAL_TERMS = 5
 
 
 async def find_active_duplicate(db: aiosqlite.Connection, digest: str) -> str | None:
@@ -143,10 +143,12 @@ async def insert_memory(db: aiosqlite.Connection, record: MemoryRecord, digest: 
             stamp(record.updated_at),
         ),
     )
+    tokens = tokenize(record.content)
     await db.execute(
         "INSERT INTO memories_fts (rowid, tokens) VALUES (?, ?)",
-        (rowid[0] if rowid else None, " ".join(tokenize(record.content))),
+        (rowid[0] if rowid else None, " ".join(tokens)),
     )
+    await count_terms(db, tokens, +1)
     spellings = {name.casefold(): name for name in reversed(record.entities)}
     created = stamp(record.created_at)
     await db.executemany(
@@ -162,6 +164,12 @@ async def insert_memory(db: aiosqlite.Connection, record: MemoryRecord, digest: 
 
 async def remove_from_indexes(db: aiosqlite.Connection, memory_id: str) -> None:
     """Take a forgotten memory out of FTS, the entity index and the entity statistics."""
+    rows = await db.execute_fetchall(
+        "SELECT f.tokens FROM memories_fts f JOIN memories m ON m.rowid = f.rowid WHERE m.id = ?",
+        (memory_id,),
+    )
+    for row in rows:
+        await count_terms(db, str(row[0]).split(), -1)
     await db.execute(
         "DELETE FROM memories_fts WHERE rowid = (SELECT rowid FROM memories WHERE id = ?)", (memory_id,)
     )
