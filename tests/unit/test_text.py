@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from memory_orchestrator.ports.text import (
+    STOP_WORDS,
     causal_subtype,
     content_hash,
     extract_entities,
@@ -128,3 +132,23 @@ def test_matched_names_prefers_longest_and_keeps_order() -> None:
         "Alice Smith",
         "Alice",
     ]
+
+
+def test_a_sentence_opening_verb_does_not_make_a_name() -> None:
+    assert extract_entities("Raise the Postgres pool when traffic doubles") == ()
+    assert extract_entities("Bank of America approved it") == ("Bank of America",)
+
+
+@given(st.text(max_size=200))
+def test_tokens_are_never_empty_or_stop_words(text: str) -> None:
+    for token in tokenize(text):
+        assert token and token not in STOP_WORDS
+        assert token == token.lower()
+
+
+@given(
+    st.lists(st.sampled_from(["We", "use", "POSTGRES", "ß", "İ"]), min_size=1),
+    st.sampled_from([" ", "\t", "\n "]),
+)
+def test_content_hash_ignores_whitespace_runs_and_case(words: list[str], gap: str) -> None:
+    assert content_hash(gap.join(words)) == content_hash(" ".join(word.casefold() for word in words))
