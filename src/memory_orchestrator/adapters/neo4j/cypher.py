@@ -57,6 +57,8 @@ CALL () {{
   UNWIND $anchor_uids AS anchor
   CALL (anchor) {{
     MATCH (m:Memory)-[mention:MENTIONS]->()
+    // Without the hint the planner may seek every memory by time and expand all their mentions.
+    USING INDEX mention:MENTIONS(entity_uid, created_at)
     WHERE mention.entity_uid = anchor AND mention.created_at <= $now AND {MEMORY_FILTER}
     WITH m ORDER BY mention.entity_uid DESC, mention.created_at DESC LIMIT $depth
     RETURN m
@@ -78,8 +80,13 @@ RETURN {MEMORY} AS m
 #: One hop of ``neighbors`` for the whole frontier: per (memory, edge type) its strongest edge.
 NEIGHBORS_HOP = f"""
 UNWIND $frontier AS start_uid
-MATCH (a:Memory {{uid: start_uid}})-[r:TEMPORAL|ENTITY|CAUSAL|SEMANTIC|SUPERSEDES]-(m:Memory)
-WHERE a.forgotten = false AND type(r) IN $types AND NOT m.id IN $visited AND {MEMORY_FILTER}
+MATCH (a:Memory {{uid: start_uid}}) WHERE a.forgotten = false
+CALL (a) {{
+  // A subquery so the planner walks out from the frontier instead of seeking every memory by time.
+  MATCH (a)-[r:TEMPORAL|ENTITY|CAUSAL|SEMANTIC|SUPERSEDES]-(m:Memory)
+  RETURN r, m
+}}
+WITH a, r, m WHERE type(r) IN $types AND NOT m.id IN $visited AND {MEMORY_FILTER}
 WITH a, r, m ORDER BY r.weight DESC, a.id
 WITH m, type(r) AS rel_type, collect({{rel: r, from_id: a.id}})[0] AS best
 WITH m, rel_type, best ORDER BY best.rel.weight DESC, m.id, rel_type LIMIT $limit
