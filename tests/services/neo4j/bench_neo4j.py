@@ -28,9 +28,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from memory_orchestrator.adapters.neo4j import Neo4jBackend
 from memory_orchestrator.adapters.neo4j import create_backend as create_neo4j
 from memory_orchestrator.adapters.sqlite import create_backend as create_sqlite
 from memory_orchestrator.ports import MemoryBackend, NewMemory, RecallQuery
+from services.neo4j.bulk_load import bulk_load
 from services.neo4j.fixture import launcher_service, service_from_env
 
 PEOPLE = ["Alice", "Bob", "Carol", "Dmitri", "Erin", "Farah", "Gustavo", "Hana", "Ivan", "Jun"]
@@ -117,9 +119,37 @@ async def latencies(calls: Sequence[Callable[[], Awaitable[Any]]]) -> dict[str, 
 
 
 async def measure(backend: MemoryBackend, size: int, concurrency: int, probes: int) -> dict[str, Any]:
-    """Ingest ``size`` memories, then time recall and neighbours."""
+    """Ingest ``size`` memories through ``remember``, then time recall and neighbours."""
     memories = synthetic_memories(size)
     seconds, ids = await ingest(backend, memories, concurrency)
+    return {
+        "size": size,
+        "ingest_seconds": round(seconds, 2),
+        "ingest_per_second": round(size / seconds, 1),
+        "concurrency": concurrency,
+        **await measure_reads(backend, memories, ids, probes),
+    }
+
+
+async def measure_bulk(backend: Neo4jBackend, size: int, probes: int) -> dict[str, Any]:
+    """Bulk-load ``size`` memories (same node layout and edge rules), then time recall and neighbours."""
+    memories = synthetic_memories(size)
+    started = time.perf_counter()
+    ids, edges = await bulk_load(backend, memories)
+    seconds = time.perf_counter() - started
+    return {
+        "size": size,
+        "bulk_load_seconds": round(seconds, 2),
+        "bulk_load_per_second": round(size / seconds, 1),
+        "edges": edges,
+        **await measure_reads(backend, memories, ids, probes),
+    }
+
+
+async def measure_reads(
+    backend: MemoryBackend, memories: Sequence[NewMemory], ids: Sequence[str], probes: int
+) -> dict[str, Any]:
+    """p50/p95 of recall and of neighbours (10 seeds 1 hop, 1 seed 2 hops) on the loaded store."""
     rng = random.Random(3)
     now = memories[-1].created_at
     recall_calls = [
@@ -129,10 +159,6 @@ async def measure(backend: MemoryBackend, size: int, concurrency: int, probes: i
     one_hop = [(lambda seeds=seeds: backend.neighbors(seeds, hops=1, limit=100)) for seeds in picked]
     two_hops = [(lambda seeds=seeds: backend.neighbors(seeds[:1], hops=2, limit=50)) for seeds in picked]
     return {
-        "size": size,
-        "ingest_seconds": round(seconds, 2),
-        "ingest_per_second": round(size / seconds, 1),
-        "concurrency": concurrency,
         "recall": await latencies(recall_calls),
         "neighbors_10_seeds_1_hop": await latencies(one_hop),
         "neighbors_1_seed_2_hops": await latencies(two_hops),
@@ -142,6 +168,11 @@ async def measure(backend: MemoryBackend, size: int, concurrency: int, probes: i
 async def run(args: argparse.Namespace, options: dict[str, Any]) -> list[dict[str, Any]]:
     """Every requested size on Neo4j and (unless skipped) SQLite, each on a fresh store."""
     results: list[dict[str, Any]] = []
+    for size in args.bulk_sizes:
+        store = f"bulk{uuid.uuid4().hex[:8]}"
+        async with create_neo4j({**options, "store": store}) as neo4j:
+            results.append({"backend": "neo4j", **await measure_bulk(neo4j, size, args.probes)})
+            print(json.dumps(results[-1]), flush=True)
     for size in args.sizes:
         store = f"bench{uuid.uuid4().hex[:8]}"
         async with create_neo4j({**options, "store": store, "max_connection_pool_size": 32}) as neo4j:
@@ -161,7 +192,10 @@ async def run(args: argparse.Namespace, options: dict[str, Any]) -> list[dict[st
 def main() -> None:
     """Parse arguments, get a Neo4j, run, print JSON lines (and optionally save them)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000])
+    parser.add_argument("--sizes", type=int, nargs="*", default=[10_000], help="ingested via remember")
+    parser.add_argument(
+        "--bulk-sizes", type=int, nargs="*", default=[], help="Neo4j only: bulk-loaded, reads timed"
+    )
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--probes", type=int, default=200)
     parser.add_argument("--sqlite-max", type=int, default=100_000, help="largest size also run on SQLite")

@@ -214,7 +214,9 @@ class Neo4jBackend(AsyncLifecycle):
     async def changes(self, since: datetime, *, limit: int = 100) -> list[Change]:
         """Change-log entries at or after ``since``, oldest first."""
         validate_limit(limit)
-        rows = await self._runner.read(cypher.CHANGES, store=self.store, since=micros(since), limit=limit)
+        rows = await self._runner.read(
+            cypher.CHANGES, store=self.store, since=micros(since), limit=limit, tie_slack=TIE_SLACK
+        )
         return [
             Change(
                 kind=ChangeKind(row["kind"]),

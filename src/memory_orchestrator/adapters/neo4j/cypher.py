@@ -262,6 +262,7 @@ RETURN m.id AS id
 CHANGES = (
     """
 MATCH (c:Change) WHERE c.store = $store AND c.at >= $since
+WITH c ORDER BY c.store, c.at LIMIT $limit + $tie_slack
 WITH c ORDER BY c.at, c.seq LIMIT $limit
 OPTIONAL MATCH (m:Memory {uid: $store + ':' + c.memory_id}) WHERE m.forgotten = false
 RETURN c.kind AS kind, c.memory_id AS memory_id, c.at AS at, coalesce(c.detail, '') AS detail,
