@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from memory_orchestrator.domain.config import PipelineConfig
 from memory_orchestrator.domain.ranking import RankedItem, order_key
+from memory_orchestrator.domain.writing import same_claim
 from memory_orchestrator.ports.text import content_hash, has_negation, jaccard, overlap, tokenize
 
 #: Jaccard from which a pair counts as partly redundant (penalised, not merged).
@@ -48,7 +49,7 @@ def deduplicate(items: Sequence[RankedItem], config: PipelineConfig) -> DedupOut
         memory_id = item.record.id
         digest = content_hash(item.record.content)
         words = frozenset(tokenize(item.record.content))
-        twin = hashes.get(digest) or _near_twin(words, tokens, config.dedup_threshold)
+        twin = hashes.get(digest) or _near_twin(item, words, outcome.kept, tokens, config.dedup_threshold)
         if twin is not None:
             _absorb(next(kept for kept in outcome.kept if kept.record.id == twin), item)
             outcome.drops.append((memory_id, f"duplicate of {twin}"))
@@ -63,12 +64,23 @@ def deduplicate(items: Sequence[RankedItem], config: PipelineConfig) -> DedupOut
     return outcome
 
 
-def _near_twin(words: frozenset[str], seen: dict[str, frozenset[str]], threshold: float) -> str | None:
+def _near_twin(
+    item: RankedItem,
+    words: frozenset[str],
+    kept: list[RankedItem],
+    seen: dict[str, frozenset[str]],
+    threshold: float,
+) -> str | None:
     if not words:
         return None
-    for memory_id, other in seen.items():
-        if other and jaccard(words, other) >= threshold:
-            return memory_id
+    for other in kept:
+        other_words = seen[other.record.id]
+        if (
+            other_words
+            and jaccard(words, other_words) >= threshold
+            and same_claim(item.record.content, other.record.content)
+        ):
+            return other.record.id
     return None
 
 

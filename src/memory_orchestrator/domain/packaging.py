@@ -24,6 +24,7 @@ from memory_orchestrator.ports.text import tokenize
 
 GROUPINGS = ("entity", "time", "task")
 ELLIPSIS = "…"
+TASK_GROUP = "Related to the task"
 #: Below this many characters of room, trimming an item to fit is not worth it: it is cut instead.
 MIN_TRIMMED_CHARS = 80
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
@@ -186,15 +187,16 @@ def summarise(items: Sequence[ResultItem], plan: QueryPlan, *, max_chars: int = 
 
 
 def _block_order(items: list[ResultItem], plan: QueryPlan, grouping: str, task: str) -> list[ResultItem]:
+    # Sorting is stable, so items keep their rank order inside a group.
     if grouping == "time":
         return sorted(items, key=lambda item: (item.created_at, item.memory_id))
-    if grouping in ("entity", "task"):
+    if grouping == "task":
+        return sorted(items, key=lambda item: _group_of(item, plan, grouping, task) != TASK_GROUP)
+    if grouping == "entity":
         first_seen: dict[str | None, int] = {}
         for index, item in enumerate(items):
             first_seen.setdefault(_group_of(item, plan, grouping, task), index)
-        return sorted(
-            items, key=lambda item: first_seen[_group_of(item, plan, grouping, task)]
-        )  # stable: rank order inside a group
+        return sorted(items, key=lambda item: first_seen[_group_of(item, plan, grouping, task)])
     return list(items)
 
 
@@ -205,7 +207,7 @@ def _group_of(item: ResultItem, plan: QueryPlan, grouping: str, task: str) -> st
         return _entity_group(item, plan)
     if grouping == "task":
         wanted = set(tokenize(task))
-        return "Related to the task" if wanted & set(tokenize(item.content)) else "Other"
+        return TASK_GROUP if wanted & set(tokenize(item.content)) else "Other"
     return None
 
 

@@ -36,6 +36,14 @@ TYPE_MATCH: dict[Intent, dict[str, float]] = {
 }
 #: Recency weight multiplier when time is not what the question is about.
 WEAK_RECENCY = 0.2
+#: Chat filler that does not count as content for the noise signal.
+FILLER = frozenset(
+    re.findall(
+        r"\w+",
+        """ok okay k thanks thank thx yes yeah yep no nope lol haha hi hey hello bye cool great nice
+        sure wow awesome good see glad""",
+    )
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +184,7 @@ def matched_entities(record: MemoryRecord, patterns: Sequence[tuple[str, re.Patt
 
 def noise(content: str) -> float:
     """1.0 for a memory with no content words, falling to 0 at three distinct content words."""
-    distinct = len(set(tokenize(content)))
+    distinct = len(set(tokenize(content)) - FILLER)
     return max(0.0, (3 - distinct) / 3)
 
 

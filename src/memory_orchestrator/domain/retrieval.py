@@ -36,6 +36,8 @@ from memory_orchestrator.ports import (
 CHANNEL_WEIGHTS = {"keyword": 1.0, "recall": 0.6}
 #: Fusion weight of a decomposed subquery relative to the whole question.
 SUBQUERY_WEIGHT = 0.6
+#: Share of reciprocal-rank fusion in relevance; the rest is the best list-relative channel score.
+RRF_SHARE = 0.5
 
 
 @dataclass(slots=True)
@@ -159,7 +161,11 @@ def fuse(lists: Sequence[tuple[_ListSpec, list[Hit]]], rrf_k: int) -> list[Candi
     for memory_id, candidate in pool.items():
         share_rrf = candidate.rrf / best_rrf if best_rrf > 0 else 0.0
         share_strength = strength[memory_id] / best_strength if best_strength > 0 else 0.0
-        candidate.relevance = 0.5 * share_rrf + 0.5 * share_strength
+        candidate.relevance = RRF_SHARE * share_rrf + (1.0 - RRF_SHARE) * share_strength
+    # The best candidate gets 1.0, so "relevance" reads the same whatever the lists were.
+    best = max((candidate.relevance for candidate in pool.values()), default=0.0)
+    for candidate in pool.values():
+        candidate.relevance = candidate.relevance / best if best > 0 else 0.0
     return sorted(pool.values(), key=_fused_order)
 
 

@@ -145,8 +145,13 @@ def _extend(
     limits = config.expansion
     parents = {state.candidate.memory_id: state for state in beam}
     by_parent: dict[str, dict[str, Neighbor]] = {}
+    behind = {
+        parent_id: {state.seed_id, *(step.from_id for step in state.path)}
+        for parent_id, state in parents.items()
+    }
     for neighbour in neighbours:
-        if neighbour.from_id not in parents:
+        # Walking back along the path that led here is not a discovery.
+        if neighbour.from_id not in parents or neighbour.record.id in behind[neighbour.from_id]:
             continue
         strength = weights.get(neighbour.edge.type, 0.0) * _clamp(neighbour.edge.weight)
         group = by_parent.setdefault(neighbour.from_id, {})

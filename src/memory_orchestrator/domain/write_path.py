@@ -85,7 +85,7 @@ async def run_write(
     links = await _link_all(backend, result.id, superseded_ids, request, trace)
     if request.auto_link and not (result.edges_created.get("semantic") or result.edges_created.get("entity")):
         links += await _auto_links(backend, result.id, proposals, superseded_ids, trace)
-    candidates = _merge(result.candidates, contradictions, proposals, exclude={result.id, *superseded_ids})
+    candidates = _merge(contradictions, result.candidates, proposals, exclude={result.id, *superseded_ids})
     action = WriteAction.UPDATED if duplicate is not None else WriteAction.ADDED
     trace.record(
         "write",

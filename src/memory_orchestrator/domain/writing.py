@@ -50,9 +50,21 @@ def find_duplicate(memory: NewMemory, existing: Sequence[MemoryRecord], threshol
     best: Duplicate | None = None
     for record in existing:
         score = jaccard(words, tokenize(record.content))
-        if score >= threshold and (best is None or score > best.similarity):
+        if score < threshold or not same_claim(memory.content, record.content):
+            continue
+        if best is None or score > best.similarity:
             best = Duplicate(record, score, False)
     return best
+
+
+def same_claim(first: str, second: str) -> bool:
+    """False when two similar texts differ by a negation or a number (an update, not a repeat).
+
+    Stop-word tokens drop "no" and "not", so "X is no longer in Lyon" looks like "X is in Lyon".
+    """
+    if has_negation(first) != has_negation(second):
+        return False
+    return set(_NUMBER.findall(first)) == set(_NUMBER.findall(second))
 
 
 def memory_entities(memory: NewMemory, known: Sequence[str] = ()) -> set[str]:
@@ -104,7 +116,7 @@ def link_proposals(
                 LinkCandidate(
                     record.id,
                     record.content,
-                    round(0.5 + 0.1 * len(shared), 6),
+                    round(min(0.5, 0.3 + 0.1 * len(shared)), 6),
                     EdgeType.ENTITY,
                     f"shares {', '.join(sorted(shared))}",
                 )

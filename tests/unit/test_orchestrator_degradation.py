@@ -1,0 +1,169 @@
+"""Degradation, passthrough and input validation of the Orchestrator (in-memory backend as the fake)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from memory_orchestrator.adapters.memory import InMemoryBackend
+from memory_orchestrator.domain.config import PipelineConfig
+from memory_orchestrator.domain.orchestrator import PASSTHROUGH_REASON, Orchestrator
+from memory_orchestrator.domain.requests import (
+    Budget,
+    ContextRequest,
+    ExpandRequest,
+    PlanOverrides,
+    SearchRequest,
+    WriteRequest,
+)
+from memory_orchestrator.ports import (
+    Edge,
+    EdgeType,
+    Filters,
+    FixedClock,
+    InvalidRequest,
+    NewMemory,
+    TimeRange,
+    WriteAction,
+)
+
+NOW = datetime(2026, 3, 18, 12, tzinfo=UTC)
+
+
+async def store() -> InMemoryBackend:
+    backend = InMemoryBackend(clock=FixedClock(NOW))
+    await backend.open()
+    for days, content in enumerate(
+        ["Atlas launch moved to April", "Vendor X sensors late", "Atlas budget approved", "Atlas QA hire"]
+    ):
+        await backend.remember(NewMemory(content, created_at=NOW - timedelta(days=10 - days)))
+    return backend
+
+
+def orchestrator(backend: InMemoryBackend, **config: object) -> Orchestrator:
+    return Orchestrator(backend, config=PipelineConfig(**config), clock=FixedClock(NOW))  # type: ignore[arg-type]
+
+
+@pytest.mark.anyio
+async def test_backend_down_gives_an_empty_answer_with_warnings_not_an_error() -> None:
+    backend = await store()
+    for method in ("search", "recall", "known_entities"):
+        backend.fail_always(method)
+    orch = orchestrator(backend)
+    result = await orch.search(SearchRequest("Atlas launch"))
+    assert result.items == ()
+    assert any("unavailable" in warning for warning in result.warnings)
+    context = await orch.context(ContextRequest("Atlas launch"))
+    assert context.context_block == "" and context.warnings
+    document = await orch.trace(result.trace_id)
+    assert document["warnings"] == list(result.warnings)
+
+
+@pytest.mark.anyio
+async def test_one_failing_channel_still_answers_from_the_other() -> None:
+    backend = await store()
+    backend.fail_next("search")
+    result = await orchestrator(backend).search(SearchRequest("Atlas launch", expand=False))
+    assert "mem-000001" in {item.memory_id for item in result.items}
+    assert all(item.channels == ("recall",) for item in result.items)
+    assert any("keyword#0 failed" in warning for warning in result.warnings)
+
+
+@pytest.mark.anyio
+async def test_expansion_failure_and_timeout_keep_the_direct_results() -> None:
+    backend = await store()
+    backend.fail_always("neighbors")
+    failed = await orchestrator(backend).search(SearchRequest("Atlas launch"))
+    assert failed.items and all(not item.path for item in failed.items)
+    assert any("expansion hop 1 failed" in warning for warning in failed.warnings)
+    backend.heal()
+    backend.delay("neighbors", 5.0)
+    slow = await orchestrator(backend, stage_timeout_s=0.05).search(SearchRequest("Atlas launch"))
+    assert slow.items and any("timed out" in warning for warning in slow.warnings)
+
+
+@pytest.mark.anyio
+async def test_slow_channel_is_cut_by_the_stage_timeout() -> None:
+    backend = await store()
+    backend.delay("recall", 5.0)
+    result = await orchestrator(backend, stage_timeout_s=0.05).search(
+        SearchRequest("Atlas launch", expand=False)
+    )
+    assert result.items[0].memory_id == "mem-000001"
+    assert any("recall#0 timed out" in warning for warning in result.warnings)
+
+
+@pytest.mark.anyio
+async def test_passthrough_uses_backend_recall_and_remember_directly() -> None:
+    backend = await store()
+    orch = orchestrator(backend, passthrough=True)
+    result = await orch.search(SearchRequest("Atlas launch", top_k=2))
+    assert len(result.items) == 2
+    assert all(item.reasons == (PASSTHROUGH_REASON,) for item in result.items)
+    assert backend.called("search") == 0 and backend.called("neighbors") == 0
+    assert result.plan.strategy == "passthrough"
+    written = await orch.write(WriteRequest(NewMemory("Atlas launch moved to April!")))
+    assert written.action == WriteAction.ADDED  # the backend only skips identical text
+    assert backend.called("remember") == 5
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "request_",
+    [
+        SearchRequest("x", top_k=0),
+        SearchRequest("x", top_k=1000),
+        SearchRequest("x" * 5000),
+        SearchRequest("x", overrides=PlanOverrides(strategy="magic")),
+        SearchRequest("x", overrides=PlanOverrides(hops=9)),
+        SearchRequest("x", filters=Filters(time_range=TimeRange(NOW, NOW - timedelta(days=1)))),
+        SearchRequest("x", filters=Filters(categories=("",))),
+    ],
+)
+async def test_invalid_search_input_is_rejected(request_: SearchRequest) -> None:
+    backend = await store()
+    with pytest.raises(InvalidRequest):
+        await orchestrator(backend).search(request_)
+    assert backend.called("search") == 0
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "request_",
+    [
+        ContextRequest("x", budget=Budget(max_items=0)),
+        ContextRequest("x", budget=Budget(max_chars=0)),
+        ContextRequest("x", group_by="colour"),
+    ],
+)
+async def test_invalid_context_input_is_rejected(request_: ContextRequest) -> None:
+    with pytest.raises(InvalidRequest):
+        await orchestrator(await store()).context(request_)
+
+
+@pytest.mark.anyio
+async def test_invalid_expand_input_is_rejected() -> None:
+    orch = orchestrator(await store())
+    with pytest.raises(InvalidRequest):
+        await orch.expand(ExpandRequest())
+    with pytest.raises(InvalidRequest):
+        await orch.expand(ExpandRequest(seeds=("mem-000001",), hops=0))
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    "request_",
+    [
+        WriteRequest(NewMemory("   ")),
+        WriteRequest(NewMemory("fine", category="nonsense")),
+        WriteRequest(NewMemory("fine"), supersedes=("mem-999999",)),
+        WriteRequest(NewMemory("fine"), links=(Edge("", "mem-999999", EdgeType.ENTITY),)),
+        WriteRequest(NewMemory("fine"), links=(Edge("", "mem-000001", EdgeType.ENTITY, 3.0),)),
+    ],
+)
+async def test_invalid_write_changes_nothing(request_: WriteRequest) -> None:
+    backend = await store()
+    with pytest.raises(InvalidRequest):
+        await orchestrator(backend).write(request_)
+    assert len(backend.records) == 4 and backend.called("remember") == 4

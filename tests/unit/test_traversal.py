@@ -1,0 +1,181 @@
+"""Expansion: one neighbors() call per hop, intent weights, inherited shares, hub guard, paths, failures."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from memory_orchestrator.adapters.memory import InMemoryBackend
+from memory_orchestrator.domain.candidates import Candidate
+from memory_orchestrator.domain.config import DEFAULT_EDGE_WEIGHTS, ExpansionLimits, PipelineConfig
+from memory_orchestrator.domain.traversal import expand, relative_edge_weights
+from memory_orchestrator.ports import Edge, EdgeType, Filters, FixedClock, Intent, NewMemory
+
+NOW = datetime(2026, 3, 18, 12, tzinfo=UTC)
+CONFIG = PipelineConfig(stage_timeout_s=0.5)
+ALLOWED = CONFIG.allowed_edge_types
+
+
+async def graph(count: int, edges: list[tuple[int, int, EdgeType, float]]) -> InMemoryBackend:
+    """Memories mem-000001.. far apart in time and words (no automatic edges), plus ``edges``."""
+    backend = InMemoryBackend(clock=FixedClock(NOW))
+    await backend.open()
+    for n in range(count):
+        content = f"unique{n} word{n}a word{n}b"
+        await backend.remember(
+            NewMemory(content, source=f"s{n}", created_at=NOW - timedelta(days=10 * (n + 1)))
+        )
+    backend.edges.clear()
+    for source, target, kind, weight in edges:
+        await backend.link(Edge(f"mem-{source:06d}", f"mem-{target:06d}", kind, weight))
+    backend.calls.clear()
+    return backend
+
+
+def seed(backend: InMemoryBackend, number: int, relevance: float = 1.0) -> Candidate:
+    return Candidate(backend.records[f"mem-{number:06d}"], relevance=relevance, ranks={"keyword#0": 1})
+
+
+def test_relative_weights_follow_the_intent_and_drop_supersedes() -> None:
+    why = relative_edge_weights(DEFAULT_EDGE_WEIGHTS, Intent.WHY, ALLOWED)
+    assert why[EdgeType.CAUSAL] == 1.0
+    assert why[EdgeType.TEMPORAL] == pytest.approx(0.2 / 0.7)
+    assert EdgeType.SUPERSEDES not in why
+    assert relative_edge_weights(DEFAULT_EDGE_WEIGHTS, Intent.WHY, ALLOWED, [EdgeType.ENTITY]) == {
+        EdgeType.ENTITY: 1.0
+    }
+
+
+@pytest.mark.anyio
+async def test_two_hop_causal_chain_with_paths_and_one_call_per_hop() -> None:
+    backend = await graph(
+        4, [(2, 1, EdgeType.CAUSAL, 1.0), (3, 2, EdgeType.CAUSAL, 1.0), (1, 4, EdgeType.TEMPORAL, 1.0)]
+    )
+    start = seed(backend, 1)
+    pool = {start.memory_id: start}
+    weights = relative_edge_weights(DEFAULT_EDGE_WEIGHTS, Intent.WHY, ALLOWED)
+    outcome = await expand(
+        backend, [start], pool, weights=weights, hops=2, filters=Filters(), now=NOW, config=CONFIG
+    )
+    assert backend.called("neighbors") == outcome.neighbor_calls == 2
+    two = pool["mem-000003"]
+    assert [(step.from_id, step.to_id, step.edge_type) for step in two.path] == [
+        ("mem-000001", "mem-000002", EdgeType.CAUSAL),
+        ("mem-000002", "mem-000003", EdgeType.CAUSAL),
+    ]
+    assert two.seed_id == "mem-000001"
+    one = pool["mem-000002"]
+    assert one.inherited == pytest.approx(CONFIG.expansion.hop_decay)
+    assert two.inherited == pytest.approx(one.inherited * CONFIG.expansion.hop_decay)
+    # The temporal neighbour is reached with the WHY weight of temporal edges only.
+    assert pool["mem-000004"].inherited < one.inherited
+
+
+@pytest.mark.anyio
+async def test_share_scales_with_seed_relevance_and_stays_below_it() -> None:
+    backend = await graph(2, [(1, 2, EdgeType.TEMPORAL, 1.0)])
+    start = seed(backend, 1, relevance=0.5)
+    pool = {start.memory_id: start}
+    weights = relative_edge_weights(DEFAULT_EDGE_WEIGHTS, Intent.GENERAL, ALLOWED)
+    await expand(backend, [start], pool, weights=weights, hops=1, filters=Filters(), now=NOW, config=CONFIG)
+    assert pool["mem-000002"].inherited == pytest.approx(0.5 * CONFIG.expansion.hop_decay)
+
+
+@pytest.mark.anyio
+async def test_hub_guard_caps_fan_out_and_records_the_cut() -> None:
+    backend = await graph(8, [(1, n, EdgeType.ENTITY, 1.0 - n / 100) for n in range(2, 9)])
+    start = seed(backend, 1)
+    pool = {start.memory_id: start}
+    config = PipelineConfig(expansion=ExpansionLimits(max_fanout=3, min_path_score=0.0))
+    weights = relative_edge_weights(DEFAULT_EDGE_WEIGHTS, Intent.ENTITY, ALLOWED)
+    outcome = await expand(
+        backend, [start], pool, weights=weights, hops=1, filters=Filters(), now=NOW, config=config
+    )
+    assert sorted(c.memory_id for c in outcome.added) == ["mem-000002", "mem-000003", "mem-000004"]
+    assert outcome.decisions[0]["cut"]["mem-000001"] == [
+        "mem-000005",
+        "mem-000006",
+        "mem-000007",
+        "mem-000008",
+    ]
+    assert all("hub guard" in reason for _, reason in outcome.dropped)
+    # Siblings share the seed's relevance: the strongest neighbour inherits most.
+    shares = [pool[f"mem-00000{n}"].inherited for n in (2, 3, 4)]
+    assert shares == sorted(shares, reverse=True)
+
+
+@pytest.mark.anyio
+async def test_weak_seeds_do_not_start_a_walk() -> None:
+    backend = await graph(2, [(1, 2, EdgeType.TEMPORAL, 1.0)])
+    weak = seed(backend, 1, relevance=0.1)
+    outcome = await expand(
+        backend,
+        [weak],
+        {weak.memory_id: weak},
+        weights={EdgeType.TEMPORAL: 1.0},
+        hops=2,
+        filters=Filters(),
+        now=NOW,
+        config=CONFIG,
+    )
+    assert outcome.added == [] and backend.called("neighbors") == 0
+
+
+@pytest.mark.anyio
+async def test_neighbours_outside_filters_or_after_now_are_dropped() -> None:
+    backend = await graph(3, [(1, 2, EdgeType.TEMPORAL, 1.0), (1, 3, EdgeType.TEMPORAL, 1.0)])
+    start = seed(backend, 1)
+    pool = {start.memory_id: start}
+    outcome = await expand(
+        backend,
+        [start],
+        pool,
+        weights={EdgeType.TEMPORAL: 1.0},
+        hops=1,
+        filters=Filters(sources=("s0", "s1")),
+        now=NOW,
+        config=CONFIG,
+    )
+    assert "mem-000002" in pool and "mem-000003" not in pool
+    assert outcome.added and outcome.added[0].memory_id == "mem-000002"
+
+
+@pytest.mark.anyio
+async def test_failing_expansion_is_a_warning_not_an_error() -> None:
+    backend = await graph(2, [(1, 2, EdgeType.TEMPORAL, 1.0)])
+    backend.fail_always("neighbors")
+    start = seed(backend, 1)
+    outcome = await expand(
+        backend,
+        [start],
+        {start.memory_id: start},
+        weights={EdgeType.TEMPORAL: 1.0},
+        hops=2,
+        filters=Filters(),
+        now=NOW,
+        config=CONFIG,
+    )
+    assert outcome.added == []
+    assert outcome.warnings == [
+        "expansion hop 1 failed (BackendUnavailable: neighbors failed (injected));"
+        " results without further expansion"
+    ]
+
+
+@pytest.mark.anyio
+async def test_slow_expansion_stops_at_the_stage_time_limit() -> None:
+    backend = await graph(2, [(1, 2, EdgeType.TEMPORAL, 1.0)])
+    backend.delay("neighbors", 5.0)
+    start = seed(backend, 1)
+    outcome = await expand(
+        backend,
+        [start],
+        {start.memory_id: start},
+        weights={EdgeType.TEMPORAL: 1.0},
+        hops=2,
+        filters=Filters(),
+        now=NOW,
+        config=PipelineConfig(stage_timeout_s=0.05),
+    )
+    assert "timed out" in outcome.warnings[0]
