@@ -72,6 +72,8 @@ async def test_when_honours_the_time_window_read_from_the_query() -> None:
     assert window is not None and window.start == datetime(2026, 3, 9, tzinfo=UTC)
     assert result.items and all(window.contains(item.created_at) for item in result.items)
     assert "mem-000007" in {item.memory_id for item in result.items}
+    # "decide" matches no word of last week's memories: the window's own memories are shown instead.
+    assert any("showing the window's memories" in warning for warning in result.warnings)
 
 
 @pytest.mark.anyio

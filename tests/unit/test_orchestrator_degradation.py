@@ -42,6 +42,7 @@ async def store() -> InMemoryBackend:
 
 
 def orchestrator(backend: InMemoryBackend, **config: object) -> Orchestrator:
+    config.setdefault("channel_weights", {"keyword": 1.0, "recall": 0.6})
     return Orchestrator(backend, config=PipelineConfig(**config), clock=FixedClock(NOW))  # type: ignore[arg-type]
 
 

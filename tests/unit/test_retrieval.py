@@ -8,7 +8,14 @@ import pytest
 
 from memory_orchestrator.adapters.memory import InMemoryBackend
 from memory_orchestrator.domain.config import PipelineConfig
-from memory_orchestrator.domain.retrieval import fuse, native_filters, retrieve, retrieve_recent, with_window
+from memory_orchestrator.domain.retrieval import (
+    channel_weights,
+    fuse,
+    native_filters,
+    retrieve,
+    retrieve_recent,
+    with_window,
+)
 from memory_orchestrator.ports import (
     Capabilities,
     Filters,
@@ -21,7 +28,8 @@ from memory_orchestrator.ports import (
 )
 
 NOW = datetime(2026, 3, 18, 12, tzinfo=UTC)
-CONFIG = PipelineConfig(stage_timeout_s=0.5)
+#: Both channels in use (the default config skips native recall next to keyword search).
+CONFIG = PipelineConfig(stage_timeout_s=0.5, channel_weights={"keyword": 1.0, "recall": 0.6})
 
 
 async def backend_with(*rows: tuple[str, int, str]) -> InMemoryBackend:
@@ -85,7 +93,7 @@ async def test_slow_channel_times_out_without_blocking_the_others() -> None:
         intent=Intent.GENERAL,
         filters=Filters(),
         now=NOW,
-        config=PipelineConfig(stage_timeout_s=0.05),
+        config=PipelineConfig(stage_timeout_s=0.05, channel_weights=CONFIG.channel_weights),
     )
     assert outcome.candidates
     assert any("recall#0 timed out" in warning for warning in outcome.warnings)
@@ -140,6 +148,12 @@ async def test_filters_are_applied_in_the_domain_when_the_backend_cannot() -> No
     )
     assert [c.memory_id for c in outcome.candidates] == ["mem-000004"]
     assert ("mem-000001", "filtered: outside the request filters") in outcome.filtered
+
+
+def test_default_channels_skip_recall_next_to_keyword_search() -> None:
+    assert channel_weights(Capabilities(), PipelineConfig()) == {"keyword": 1.0}
+    assert channel_weights(Capabilities(keyword_search=False), PipelineConfig()) == {"recall": 1.0}
+    assert channel_weights(Capabilities(), CONFIG) == {"keyword": 1.0, "recall": 0.6}
 
 
 def test_native_filters_follow_capabilities_and_windows_intersect() -> None:

@@ -108,11 +108,8 @@ async def _retrieve(
 ) -> RetrievalOutcome:
     filters = with_window(request.filters, plan.time_window)
     found = await _retrieve_once(backend, plan, filters, request, config)
-    inferred = request.overrides.time_window is None and plan.time_window is not None
-    if inferred and not found.candidates and found.channels_failed < found.channels_run:
-        # The window was read from the text and may be wrong; an empty answer helps nobody.
-        trace.warn("no memories in the time window read from the query; showing results from any time")
-        found = await _retrieve_once(backend, plan, request.filters, request, config)
+    if not found.candidates and found.channels_failed < found.channels_run:
+        found = await _fallbacks(backend, plan, filters, request, config, trace) or found
     for warning in found.warnings:
         trace.warn(warning)
     if found.channels_run and found.channels_failed == found.channels_run:
@@ -125,6 +122,31 @@ async def _retrieve(
         fused=[{"id": c.memory_id, "relevance": round(c.relevance, 6)} for c in found.candidates],
     )
     return found
+
+
+async def _fallbacks(
+    backend: MemoryBackend,
+    plan: QueryPlan,
+    filters: Filters,
+    request: PipelineInput,
+    config: PipelineConfig,
+    trace: Trace,
+) -> RetrievalOutcome | None:
+    """When nothing matched: the window's own memories, then any time (for an inferred window)."""
+    if plan.time_window is not None and plan.strategy != "episodic":
+        recent = await retrieve_recent(
+            backend, filters=filters, now=request.now, limit=request.keep, config=config
+        )
+        if recent.candidates:
+            trace.warn("no memory in the time window matches the query words; showing the window's memories")
+            return recent
+    if plan.time_window is not None and request.overrides.time_window is None:
+        # The window was read from the text and may be wrong; an empty answer helps nobody.
+        trace.warn("no memories in the time window read from the query; showing results from any time")
+        found = await _retrieve_once(backend, plan, request.filters, request, config)
+        if found.candidates:
+            return found
+    return None
 
 
 async def _retrieve_once(

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -34,6 +34,8 @@ TYPE_MATCH: dict[Intent, dict[str, float]] = {
     Intent.ENTITY: {"fact": 1.0, "preference": 0.8, "insight": 0.5, "decision": 0.5},
     Intent.GENERAL: {},
 }
+#: Candidate pools smaller than this do not discount common entities (too few to judge).
+MIN_SPECIFICITY_POOL = 10
 #: Recency weight multiplier when time is not what the question is about.
 WEAK_RECENCY = 0.2
 #: Chat filler that does not count as content for the noise signal.
@@ -100,9 +102,13 @@ def rank(
         task=context.task,
     )
     patterns = [_name_pattern(name) for name in context.entities]
+    matches = {c.memory_id: matched_entities(c.record, patterns) for c in candidates}
+    specificity = entity_specificity(matches, [name for name, _ in patterns])
     ranked = []
     for candidate in candidates:
-        item = score_candidate(candidate, context, config, patterns)
+        found = matches[candidate.memory_id]
+        entity = sum(specificity[name] for name in found) / len(patterns) if patterns else 0.0
+        item = score_candidate(candidate, context, config, patterns, entity=entity)
         _apply_scorers(item, scorers, scoring, broken, warnings, config.weights.superseded_factor)
         ranked.append(item)
     ranked.sort(key=order_key)
@@ -114,8 +120,13 @@ def score_candidate(
     context: RankingContext,
     config: PipelineConfig,
     patterns: Sequence[tuple[str, re.Pattern[str]]],
+    *,
+    entity: float | None = None,
 ) -> RankedItem:
-    """The built-in signals and weighted score of one candidate (plugin scorers not included)."""
+    """The built-in signals and weighted score of one candidate (plugin scorers not included).
+
+    ``entity`` overrides the plain entity overlap (``rank`` passes it weighted by specificity).
+    """
     weights = config.weights
     record = candidate.record
     signals = {
@@ -123,7 +134,7 @@ def score_candidate(
         "graph": candidate.inherited,
         "recency": recency(record.created_at, context.now, config.recency_half_life_days),
         "type_match": type_match(record, context.intent),
-        "entity": entity_overlap(record, patterns),
+        "entity": entity_overlap(record, patterns) if entity is None else entity,
         "importance": min(1.0, max(0.0, (record.importance - 1) / 4)),
         "cross_reference": _cross_reference(candidate, context.total_lists),
         "noise": noise(record.content),
@@ -165,6 +176,24 @@ def type_match(record: MemoryRecord, intent: Intent) -> float:
     if intent == Intent.WHY and has_causal_cue(record.content):
         value = 1.0
     return value
+
+
+def entity_specificity(matches: Mapping[str, list[str]], names: Sequence[str]) -> dict[str, float]:
+    """How much naming each entity singles memories out: 1.0 unless it matches over half the pool.
+
+    In a conversation every turn of a speaker "matches" that speaker; boosting them all would only
+    reorder half the pool. Specificity falls linearly from 1 (half the candidates) to 0 (all).
+    Pools smaller than ``MIN_SPECIFICITY_POOL`` are too small to judge and keep 1.0.
+    """
+    total = len(matches)
+    result: dict[str, float] = {}
+    for name in names:
+        if total < MIN_SPECIFICITY_POOL:
+            result[name] = 1.0
+            continue
+        coverage = sum(1 for found in matches.values() if name in found) / total
+        result[name] = max(0.0, min(1.0, 2.0 * (1.0 - coverage)))
+    return result
 
 
 def entity_overlap(record: MemoryRecord, patterns: Sequence[tuple[str, re.Pattern[str]]]) -> float:

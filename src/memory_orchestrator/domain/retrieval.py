@@ -1,14 +1,14 @@
-"""Multi-channel retrieval: every subquery on every channel the backend offers, fused by RRF.
+"""Multi-channel retrieval: every subquery on every channel in use, fused by RRF.
 
-Channels follow the backend's capabilities: ``recall`` (the backend's own ranking, with the planned
-intent when it takes one) and ``keyword``. They run concurrently, each under the stage timeout; a
-channel that fails or overruns becomes a warning and the others still count. Filters go to the
-backend when it can apply them and are always re-applied here, as is the "as of now" rule: a memory
-created after the question was asked is invisible.
+Channels follow the backend's capabilities and ``PipelineConfig.channel_weights``: ``keyword`` and
+``recall`` (the backend's own ranking, with the planned intent when it takes one). They run
+concurrently, each under the stage timeout; a channel that fails or overruns becomes a warning and
+the others still count. Filters go to the backend when it can apply them and are always re-applied
+here, as is the "as of now" rule: a memory created after the question was asked is invisible.
 
-Relevance mixes two views of the lists: reciprocal-rank fusion (agreement across lists) and the
-best score a list gave relative to its own top hit (how strong the match is). Pure RRF alone is
-flat at the top (1/61 vs 1/70), which would let weak matches tie strong ones.
+Relevance mixes two views of the lists: reciprocal-rank fusion (agreement across lists, a share of
+``RRF_SHARE``) and the best score a list gave relative to its own top hit (how strong the match is).
+Pure RRF is flat at the top (1/61 vs 1/70), which would let weak matches tie strong ones.
 """
 
 from __future__ import annotations
@@ -31,13 +31,10 @@ from memory_orchestrator.ports import (
     TimeRange,
 )
 
-#: Fusion weight of each channel: the backend's recall already mixes in recency and entity lists,
-#: so its order is a weaker relevance signal than plain keyword matching.
-CHANNEL_WEIGHTS = {"keyword": 1.0, "recall": 0.6}
 #: Fusion weight of a decomposed subquery relative to the whole question.
 SUBQUERY_WEIGHT = 0.6
 #: Share of reciprocal-rank fusion in relevance; the rest is the best list-relative channel score.
-RRF_SHARE = 0.5
+RRF_SHARE = 0.2
 
 
 @dataclass(slots=True)
@@ -173,6 +170,21 @@ def _fused_order(candidate: Candidate) -> tuple[float, str]:
     return (-candidate.relevance, candidate.memory_id)
 
 
+def channel_weights(capabilities: Capabilities, config: PipelineConfig) -> dict[str, float]:
+    """The channels to run and their fusion weights (see ``PipelineConfig.channel_weights``).
+
+    A channel weighted 0 is skipped unless it is the only one the backend offers.
+    """
+    offered = {"keyword": capabilities.keyword_search, "recall": capabilities.native_recall}
+    weights = {
+        name: config.channel_weights.get(name, 0.0) for name, available in offered.items() if available
+    }
+    positive = {name: weight for name, weight in weights.items() if weight > 0}
+    if positive:
+        return positive
+    return dict.fromkeys(weights, 1.0)
+
+
 def _list_specs(
     backend: MemoryBackend,
     subqueries: Sequence[str],
@@ -182,15 +194,16 @@ def _list_specs(
     config: PipelineConfig,
 ) -> list[_ListSpec]:
     capabilities = backend.capabilities
+    channels = channel_weights(capabilities, config)
     limit = config.candidates_per_channel
     specs: list[_ListSpec] = []
     for index, text in enumerate(subqueries):
         weight = 1.0 if index == 0 else SUBQUERY_WEIGHT
-        if capabilities.keyword_search:
+        if "keyword" in channels:
             call = _keyword_call(backend, text, limit, native, now)
-            weight_keyword = weight * CHANNEL_WEIGHTS["keyword"]
+            weight_keyword = weight * channels["keyword"]
             specs.append(_ListSpec(f"keyword#{index}", "keyword", index, weight_keyword, call))
-        if capabilities.native_recall:
+        if "recall" in channels:
             query = RecallQuery(
                 text=text,
                 limit=limit,
@@ -198,7 +211,7 @@ def _list_specs(
                 filters=native,
                 now=now,
             )
-            weight_recall = weight * CHANNEL_WEIGHTS["recall"]
+            weight_recall = weight * channels["recall"]
             specs.append(
                 _ListSpec(f"recall#{index}", "recall", index, weight_recall, _recall_call(backend, query))
             )
