@@ -168,3 +168,18 @@ async def test_invalid_write_changes_nothing(request_: WriteRequest) -> None:
     with pytest.raises(InvalidRequest):
         await orchestrator(backend).write(request_)
     assert len(backend.records) == 4 and backend.called("remember") == 4
+
+
+@pytest.mark.anyio
+async def test_duplicate_explosion_is_merged_with_a_warning() -> None:
+    backend = await store()
+    for _ in range(6):
+        await backend.remember(
+            NewMemory("Vendor X sensors late", dedup=False, created_at=NOW - timedelta(days=3))
+        )
+    result = await orchestrator(backend).search(SearchRequest("Vendor X sensors late", expand=False))
+    assert [item.memory_id for item in result.items].count("mem-000002") + len(
+        result.items[0].absorbed_ids
+    ) >= 6
+    assert len({item.content for item in result.items}) == len(result.items)
+    assert any("duplicate memories merged" in warning for warning in result.warnings)

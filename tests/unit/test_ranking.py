@@ -160,3 +160,14 @@ def test_ties_break_on_newer_then_id() -> None:
     c = Candidate(record("c", "same words here", days_old=1), relevance=0.5)
     ranked, _ = rank([a, b, c], context(), CONFIG)
     assert [item.record.id for item in ranked] == ["c", "a", "b"]
+
+
+def test_an_entity_most_candidates_carry_boosts_little() -> None:
+    speaker = [Candidate(record(f"c{n}", f"note {n}", source="Caroline"), relevance=0.5) for n in range(11)]
+    other = [Candidate(record("m0", "melanie note"), relevance=0.5)]
+    ranked, _ = rank(speaker + other, context(entities=("Caroline",)), CONFIG)
+    assert ranked[0].signals["entity"] == pytest.approx(2 * (1 - 11 / 12), abs=1e-6)
+    half = [Candidate(record(f"c{n}", f"note {n}", source="Caroline"), relevance=0.5) for n in range(5)]
+    rest = [Candidate(record(f"m{n}", f"note {n}"), relevance=0.5) for n in range(7)]
+    ranked, _ = rank(half + rest, context(entities=("Caroline",)), CONFIG)
+    assert ranked[0].signals["entity"] == 1.0 and ranked[0].record.source == "Caroline"

@@ -77,6 +77,8 @@ async def run_pipeline(
         for memory_id, reason in outcome.drops:
             trace.drop(memory_id, reason, "dedup")
         trace.record("dedup", stale=outcome.stale, kept=len(outcome.kept))
+        if len(outcome.drops) > len(outcome.kept):
+            trace.warn(f"{len(outcome.drops)} duplicate memories merged; the store holds many repeats")
     kept = outcome.kept[: request.keep]
     for item in outcome.kept[request.keep :]:
         trace.drop(item.record.id, f"below top {request.keep}", "ranking")
