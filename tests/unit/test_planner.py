@@ -9,7 +9,7 @@ import pytest
 from memory_orchestrator.domain.planner import plan
 from memory_orchestrator.domain.requests import PlanOverrides
 from memory_orchestrator.domain.time_expressions import infer_time_window
-from memory_orchestrator.ports import Intent, InvalidRequest, TimeRange
+from memory_orchestrator.ports import Filters, Intent, InvalidRequest, TimeRange
 
 NOW = datetime(2026, 3, 18, 15, 30, tzinfo=UTC)  # a Wednesday
 NEW_YEAR = datetime(2026, 1, 2, 9, 0, tzinfo=UTC)  # a Friday, two days into the year
@@ -180,3 +180,10 @@ def test_confidence_grows_with_cues_entities_and_words() -> None:
     vague = plan("stuff about things", now=NOW)
     precise = plan("Why did Vendor X delay the Atlas launch in March?", now=NOW)
     assert 0.0 <= vague.confidence < precise.confidence <= 1.0
+
+
+def test_a_filter_time_range_is_the_window_and_the_text_is_not_read() -> None:
+    window = TimeRange(day(2025, 6, 1), day(2025, 7, 1))
+    result = plan("what happened last week", now=NOW, filters=Filters(time_range=window))
+    assert result.time_window == window
+    assert "time: filters" in result.intent_cues

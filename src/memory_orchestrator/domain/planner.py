@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from memory_orchestrator.domain.requests import PlanOverrides
@@ -94,42 +95,50 @@ def plan(
     """Plan ``query`` asked at ``now``; caller ``overrides`` win over every inferred decision.
 
     ``task`` and ``conversation`` only contribute entities (the query stays the question asked);
-    ``filters`` are the caller's hard restrictions, so a filter time range is not re-inferred.
+    ``filters`` are the caller's hard restrictions: a filter time range is the plan's window and no
+    other window is read from the text.
     """
     canonical = canonicalise(query)
     intent, cues = detect_intent(canonical)
     entities = _entities(canonical, task, conversation, known_entities)
     reading = infer_time_window(canonical, now)
-    window = reading.window
+    window = reading.window if filters.time_range is None else filters.time_range
+    phrases = reading.phrases if filters.time_range is None else ("filters",)
     content = content_terms(canonical)
     episodic = not content and not entities
     strategy = "episodic" if episodic else _strategy(canonical, intent)
-    hops = 0 if strategy != "expanded" else min(DEFAULT_HOPS[intent], max_hops)
-    subqueries = () if episodic else decompose(canonical)
-    if overrides.intent is not None:
-        intent, cues = overrides.intent, ("override",)
-    if overrides.entities is not None:
-        entities = tuple(overrides.entities)
-    if overrides.time_window is not None:
-        window = overrides.time_window
-    if overrides.strategy is not None:
-        strategy = _checked_strategy(overrides.strategy)
-    if overrides.hops is not None:
-        hops = overrides.hops
-    if overrides.subqueries is not None:
-        subqueries = tuple(overrides.subqueries)
-    return QueryPlan(
+    inferred = QueryPlan(
         query=query,
         canonical=canonical,
-        subqueries=subqueries,
+        subqueries=() if episodic else decompose(canonical),
         intent=intent,
-        intent_cues=cues + tuple(f"time: {phrase}" for phrase in reading.phrases),
+        intent_cues=cues + tuple(f"time: {phrase}" for phrase in phrases),
         entities=entities,
         time_window=window,
         strategy=strategy,
-        hops=hops,
+        hops=0 if strategy != "expanded" else min(DEFAULT_HOPS[intent], max_hops),
         confidence=_confidence(cues, entities, content, window, episodic),
     )
+    return apply_overrides(inferred, overrides)
+
+
+def apply_overrides(inferred: QueryPlan, overrides: PlanOverrides) -> QueryPlan:
+    """``inferred`` with every decision the caller made instead."""
+    changes: dict[str, object] = {}
+    if overrides.intent is not None:
+        changes["intent"] = overrides.intent
+        changes["intent_cues"] = ("override",)
+    if overrides.entities is not None:
+        changes["entities"] = tuple(overrides.entities)
+    if overrides.time_window is not None:
+        changes["time_window"] = overrides.time_window
+    if overrides.strategy is not None:
+        changes["strategy"] = _checked_strategy(overrides.strategy)
+    if overrides.hops is not None:
+        changes["hops"] = overrides.hops
+    if overrides.subqueries is not None:
+        changes["subqueries"] = tuple(overrides.subqueries)
+    return replace(inferred, **changes)  # type: ignore[arg-type]
 
 
 def canonicalise(query: str) -> str:
