@@ -133,7 +133,12 @@ class Neo4jBackend(AsyncLifecycle):
     async def search(
         self, text: str, *, limit: int = 10, filters: Filters = Filters(), now: datetime | None = None
     ) -> list[Hit]:
-        """Lucene BM25 over content; only memories sharing a term with ``text``."""
+        """Lucene BM25 over content; only memories sharing a term with ``text``.
+
+        Lucene ranks the store's active memories and hands over its best ``fulltext_limit(limit)``;
+        the other filters apply to those, so a filter that rejects nearly all of them can return
+        fewer than ``limit`` hits even when more matches exist further down the ranking.
+        """
         validate_limit(limit)
         lucene = lucene_query(text, store=self.store)
         if not lucene:
