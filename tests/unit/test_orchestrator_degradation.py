@@ -183,3 +183,15 @@ async def test_duplicate_explosion_is_merged_with_a_warning() -> None:
     ) >= 6
     assert len({item.content for item in result.items}) == len(result.items)
     assert any("duplicate memories merged" in warning for warning in result.warnings)
+
+
+@pytest.mark.anyio
+async def test_held_back_recall_answers_when_keyword_search_fails() -> None:
+    backend = await store()
+    backend.fail_always("search")
+    orch = Orchestrator(backend, clock=FixedClock(NOW))  # default channels: keyword only
+    result = await orch.search(SearchRequest("Atlas launch", expand=False))
+    assert "mem-000001" in {item.memory_id for item in result.items}
+    assert "channel keyword#0 failed (BackendUnavailable); results without it" in result.warnings
+    assert "falling back to the recall channel" in result.warnings
+    assert not any("injected" in warning for warning in result.warnings)

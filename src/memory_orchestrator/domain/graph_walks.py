@@ -78,7 +78,7 @@ async def _seeds(
         if request.seed_entities:
             records.extend(await _entity_seeds(backend, request, now, config))
     except Exception as exc:  # the read path degrades, it does not raise
-        trace.warn(f"seeds could not be read ({type(exc).__name__}: {exc}); nothing to expand")
+        trace.warn(f"seeds could not be read ({type(exc).__name__}); nothing to expand")
         return []
     found = {record.id for record in records}
     missing = [memory_id for memory_id in request.seeds if memory_id not in found]

@@ -252,7 +252,7 @@ class Orchestrator:
             with trace.timed("recall"):
                 hits = await asyncio.wait_for(self.backend.recall(query), self.config.stage_timeout_s)
         except Exception as exc:  # the read path degrades, it does not raise
-            trace.warn(f"backend recall failed ({type(exc).__name__}: {exc}); no results")
+            trace.warn(f"backend recall failed ({type(exc).__name__}); no results")
             hits = []
         items = [
             ResultItem(

@@ -267,7 +267,7 @@ def _apply_scorers(
             value = min(1.0, max(0.0, float(scorer.score(context, item.record, dict(item.signals)))))
         except Exception as exc:  # a faulty plugin must not break a query
             broken.add(scorer.name)
-            warnings.append(f"scorer {scorer.name} failed ({type(exc).__name__}: {exc}); ignored")
+            warnings.append(f"scorer {scorer.name} failed ({type(exc).__name__}); ignored")
             continue
         item.signals[scorer.name] = round(value, 6)
         item.score += scorer.weight * value * (superseded_factor if item.superseded else 1.0)

@@ -14,7 +14,7 @@ Pure RRF is flat at the top (1/61 vs 1/70), which would let weak matches tie str
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
@@ -70,14 +70,23 @@ async def retrieve(
     config: PipelineConfig,
 ) -> RetrievalOutcome:
     """Run every subquery on every channel concurrently and fuse the lists (see module docstring)."""
-    capabilities = backend.capabilities
-    native = native_filters(filters, capabilities)
-    specs = _list_specs(backend, subqueries, intent, native, now, config)
+    native = native_filters(filters, backend.capabilities)
+    channels = channel_weights(backend.capabilities, config)
+    specs = _list_specs(backend, subqueries, channels, intent, native, now, config)
     outcome = RetrievalOutcome(channels_run=len(specs))
     if not specs:
         outcome.warnings.append(f"backend {backend.name} offers no retrieval channel")
         return outcome
     results = await asyncio.gather(*(_run_list(spec, config.stage_timeout_s) for spec in specs))
+    spare = spare_channels(backend.capabilities, channels)
+    if spare and all(warning is not None for _, warning in results):
+        # Every channel in use failed: the ones held back are better than nothing.
+        outcome.warnings.extend(warning for _, warning in results if warning is not None)
+        outcome.warnings.append(f"falling back to the {', '.join(spare)} channel")
+        outcome.channels_failed = len(specs)
+        specs = _list_specs(backend, subqueries, spare, intent, native, now, config)
+        outcome.channels_run += len(specs)
+        results = await asyncio.gather(*(_run_list(spec, config.stage_timeout_s) for spec in specs))
     kept: list[tuple[_ListSpec, list[Hit]]] = []
     for spec, (hits, warning) in zip(specs, results, strict=True):
         if warning is not None:
@@ -185,16 +194,22 @@ def channel_weights(capabilities: Capabilities, config: PipelineConfig) -> dict[
     return dict.fromkeys(weights, 1.0)
 
 
+def spare_channels(capabilities: Capabilities, in_use: Mapping[str, float]) -> dict[str, float]:
+    """Channels the backend offers that are not in use (the fallback when every channel fails)."""
+    offered = {"keyword": capabilities.keyword_search, "recall": capabilities.native_recall}
+    return {name: 1.0 for name, available in offered.items() if available and name not in in_use}
+
+
 def _list_specs(
     backend: MemoryBackend,
     subqueries: Sequence[str],
+    channels: Mapping[str, float],
     intent: Intent,
     native: Filters,
     now: datetime,
     config: PipelineConfig,
 ) -> list[_ListSpec]:
     capabilities = backend.capabilities
-    channels = channel_weights(capabilities, config)
     limit = config.candidates_per_channel
     specs: list[_ListSpec] = []
     for index, text in enumerate(subqueries):
@@ -242,7 +257,8 @@ async def _run_list(spec: _ListSpec, limit_s: float) -> tuple[list[Hit], str | N
 def _failure(key: str, exc: BaseException) -> str:
     if isinstance(exc, TimeoutError):
         return f"channel {key} timed out; results without it"
-    return f"channel {key} failed ({type(exc).__name__}: {exc}); results without it"
+    # The exception text may carry backend details (paths, hosts): only its kind is reported.
+    return f"channel {key} failed ({type(exc).__name__}); results without it"
 
 
 def _visible_hits(hits: list[Hit], filters: Filters, now: datetime, outcome: RetrievalOutcome) -> list[Hit]:

@@ -126,7 +126,7 @@ async def _one_hop(
             remaining,
         )
     except Exception as exc:  # expansion failure degrades to the direct results
-        kind = "timed out" if isinstance(exc, TimeoutError) else f"failed ({type(exc).__name__}: {exc})"
+        kind = "timed out" if isinstance(exc, TimeoutError) else f"failed ({type(exc).__name__})"
         outcome.warnings.append(f"expansion hop {hop} {kind}; results without further expansion")
         return None
 

@@ -142,7 +142,9 @@ async def _link_all(
         try:
             created.append(await backend.link(edge))
         except BackendError as exc:
-            trace.warn(f"memory {new_id} stored but link {edge.source}->{edge.target} failed: {exc}")
+            trace.warn(
+                f"memory {new_id} stored but link {edge.source}->{edge.target} failed ({type(exc).__name__})"
+            )
     return created
 
 
@@ -156,7 +158,7 @@ async def _auto_links(
         try:
             created.append(await backend.link(edge))
         except BackendError as exc:
-            trace.warn(f"auto-link {new_id}->{proposal.id} failed: {exc}")
+            trace.warn(f"auto-link {new_id}->{proposal.id} failed ({type(exc).__name__})")
     return created
 
 
