@@ -11,7 +11,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from memory_orchestrator.adapters.memory import InMemoryBackend
 from memory_orchestrator.entrypoints.cli import app
+from memory_orchestrator.evaluation.datasets import load_dataset
+from memory_orchestrator.evaluation.runner import EvalConfig, run_evaluation
+from memory_orchestrator.evaluation.summary import summarise
 
 FIXTURES = Path(__file__).parent.parent / "fixtures"
 TINY = FIXTURES / "eval_tiny"
@@ -175,3 +179,20 @@ def test_eval_on_neo4j_uses_a_fresh_store(
         == runs[1]["overall"]["modes"]["keyword"]["recall@5"]
     )
     assert runs[0]["overall"]["modes"]["keyword"]["recall@5"] >= 0.5
+
+
+@pytest.mark.anyio
+async def test_a_failing_backend_call_is_counted_not_fatal() -> None:
+    def make(_store: str) -> InMemoryBackend:
+        backend = InMemoryBackend()
+        backend.fail_always("recall")
+        return backend
+
+    run = await run_evaluation(load_dataset(TINY), make, EvalConfig(modes=("raw", "keyword"), ks=(5,)))
+    summary = summarise(run)
+
+    assert summary["errors"]["raw"]["count"] == 4
+    assert "BackendUnavailable" in summary["errors"]["raw"]["examples"][0]
+    assert summary["overall"]["modes"]["raw"]["recall@5"] == 0.0
+    # the other channel still answers
+    assert summary["overall"]["modes"]["keyword"]["recall@5"] > 0.5

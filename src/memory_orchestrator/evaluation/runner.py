@@ -242,10 +242,17 @@ class _QueryEvaluator:
             ranked, extra = await call(query)
         except OrchestratorError as exc:
             ranked, extra, error = [], {}, f"{type(exc).__name__}: {exc}"
+        except Exception as exc:
+            # an unexpected error is a bug to report, not a reason to lose a long run: it is counted
+            # under the mode's errors with its type, and the query scores zero there
+            ranked, extra, error = [], {}, f"unexpected {type(exc).__name__}: {exc}"
         latency_ms = (time.perf_counter() - started) * 1000.0
         if "planned_intent" in extra:
             outcome.slices.setdefault("planned_intent", str(extra.pop("planned_intent")))
-            outcome.slices.setdefault("strategy", str(extra.pop("strategy")))
+            strategy = str(extra.pop("strategy"))
+            # without expansion the plan is always direct; the planner's own choice shows when expanding
+            if extra.pop("expanding") or "strategy" not in outcome.slices:
+                outcome.slices["strategy"] = strategy
         metrics = query_metrics(ranked, judgement, self._config.ks)
         if "packed" in extra:
             metrics["evidence_kept"] = evidence_kept(extra.pop("packed"), judgement)
@@ -277,7 +284,11 @@ class _QueryEvaluator:
     async def _search(self, query: DatasetQuery, expand: bool) -> tuple[list[list[str]], dict[str, Any]]:
         request = SearchRequest(query.query, top_k=self._config.max_k, expand=expand, now=query.now)
         result = await self._orchestrator.search(request)
-        extra: dict[str, Any] = {"planned_intent": result.plan.intent.value, "strategy": result.plan.strategy}
+        extra: dict[str, Any] = {
+            "planned_intent": result.plan.intent.value,
+            "strategy": result.plan.strategy,
+            "expanding": expand,
+        }
         extra["warnings"] = float(len(result.warnings))
         return self._positions(result.items), extra
 
