@@ -1,11 +1,12 @@
 """The Neo4j backend against a real Neo4j 5.26: store isolation, concurrent writes, schema idempotence,
-query safety, and the same write-time graph as the reference backend."""
+query safety, and the same write-time graph as the in-memory and SQLite backends."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -15,6 +16,7 @@ from neo4j import AsyncGraphDatabase
 from memory_orchestrator.adapters.memory import InMemoryBackend
 from memory_orchestrator.adapters.neo4j import Neo4jBackend, create_backend
 from memory_orchestrator.adapters.neo4j.schema import SCHEMA_NAMES, ensure_schema
+from memory_orchestrator.adapters.sqlite import create_backend as create_sqlite
 from memory_orchestrator.ports import (
     Edge,
     EdgeType,
@@ -218,14 +220,17 @@ async def _graph_by_content(backend: MemoryBackend) -> set[tuple[str, str, str, 
     return edges
 
 
-async def test_the_same_writes_build_the_same_graph_as_the_reference_backend(
-    open_backend: BackendFactory,
+async def test_the_same_writes_build_the_same_graph_as_the_other_backends(
+    open_backend: BackendFactory, tmp_path: Path
 ) -> None:
     reference = InMemoryBackend()
     await reference.open()
-
     expected = await _graph_by_content(reference)
+    async with create_sqlite({"path": str(tmp_path / "parity.db"), "store": "parity"}) as sqlite:
+        from_sqlite = await _graph_by_content(sqlite)
+
     actual = await _graph_by_content(await open_backend())
 
     assert expected  # the example really produces edges
+    assert from_sqlite == expected
     assert actual == expected

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -16,6 +15,7 @@ from memory_orchestrator.adapters.neo4j.rows import (
     filter_params,
     lucene_query,
     micros,
+    name_uids,
     record_from_node,
     to_native,
     uid,
@@ -40,19 +40,15 @@ from memory_orchestrator.ports import (
     ensure_utc,
 )
 from memory_orchestrator.ports.autolinks import DEFAULT_LIMITS, LinkLimits
+from memory_orchestrator.ports.recall import fuse_recall
 from memory_orchestrator.ports.text import extract_entities
 from memory_orchestrator.ports.validation import validate_hops, validate_limit
 
-#: Reciprocal-rank-fusion constant and channel weights of ``recall`` (same as the other backends).
-RRF_K = 60
-RECALL_WEIGHTS: Mapping[str, float] = {"keyword": 1.0, "entity": 1.0, "recency": 0.5}
 #: Extra rows read in index order before ties on ``created_at`` are broken by id.
 TIE_SLACK = 16
 #: Lucene returns at most this many best matches of a store before the other filters apply; enough that
 #: filters rarely leave a page short, while keeping a frequent term from ranking the whole store.
 FULLTEXT_FLOOR = 1000
-#: How long the known entity names used by ``recall`` are reused before being read again.
-KNOWN_ENTITIES_TTL_S = 5.0
 
 
 class Neo4jBackend(AsyncLifecycle):
@@ -73,7 +69,6 @@ class Neo4jBackend(AsyncLifecycle):
         self.store = options.store
         self._runner = CypherRunner(options, retry or RetryPolicy(attempts=options.retry_attempts))
         self._writer = MemoryWriter(self._runner, self.store, link_limits)
-        self._known: tuple[float, list[str]] | None = None
 
     @property
     def capabilities(self) -> Capabilities:
@@ -90,7 +85,6 @@ class Neo4jBackend(AsyncLifecycle):
 
     async def remember(self, memory: NewMemory) -> WriteResult:
         """Store a memory with exact dedup and the shared automatic edges."""
-        self._known = None
         return await self._writer.remember(memory)
 
     async def link(self, edge: Edge) -> Edge:
@@ -99,14 +93,17 @@ class Neo4jBackend(AsyncLifecycle):
 
     async def forget(self, memory_id: str) -> None:
         """Soft-delete a memory (``NotFound`` when unknown or already forgotten)."""
-        self._known = None
         await self._writer.forget(memory_id)
 
     async def recall(self, query: RecallQuery) -> list[Hit]:
-        """Full-text keyword, entity-anchor and recency channels fused by weighted reciprocal rank."""
+        """Full-text keyword, entity-anchor and recency channels fused by weighted reciprocal rank.
+
+        Anchors are the names extracted from the text plus every stored name it mentions (each run of
+        1-4 words is tried as an entity key; unknown keys simply find nothing in the mentions index).
+        """
         validate_limit(query.limit)
         now = ensure_utc(query.now) if query.now is not None else datetime.now(UTC)
-        names = extract_entities(query.text, await self._known_names())
+        extracted = {uid(self.store, name.casefold()) for name in extract_entities(query.text)}
         rows = await self._runner.read(
             cypher.RECALL,
             **filter_params(self.store, query.filters, now),
@@ -115,20 +112,14 @@ class Neo4jBackend(AsyncLifecycle):
             depth=query.limit * 5,
             recency_depth=query.limit,
             tie_slack=TIE_SLACK,
-            anchor_uids=sorted({uid(self.store, name.casefold()) for name in names}),
+            anchor_uids=sorted(extracted.union(name_uids(self.store, query.text))),
         )
-        channels = {name: rows[0][name] for name in ("keyword", "entity", "recency")}
-        return fuse_ranked(channels, now=now)[: query.limit]
-
-    async def _known_names(self) -> list[str]:
-        # The planner-style whole-word match against known names needs them on every recall; a short
-        # cache keeps that to one query per few seconds, and writes through this backend drop it.
-        cached = self._known
-        if cached is not None and time.monotonic() - cached[0] < KNOWN_ENTITIES_TTL_S:
-            return cached[1]
-        names = await self.known_entities(limit=1000)
-        self._known = (time.monotonic(), names)
-        return names
+        channels = {
+            name: [record_from_node(row["memory"]) for row in rows[0][name]]
+            for name in ("keyword", "entity", "recency")
+        }
+        scores = {row["memory"]["id"]: float(row["score"]) for row in rows[0]["keyword"]}
+        return fuse_recall(channels, scores, now)[: query.limit]
 
     async def search(
         self, text: str, *, limit: int = 10, filters: Filters = Filters(), now: datetime | None = None
@@ -245,37 +236,6 @@ class Neo4jBackend(AsyncLifecycle):
         return await report.run(probe=probe)
 
 
-def fuse_ranked(channels: Mapping[str, list[dict[str, Any]]], *, now: datetime) -> list[Hit]:
-    """Weighted reciprocal-rank fusion of ranked channel rows (``memory``, ``score``), best first.
-
-    The same formula as the other backends: ``weight / (RRF_K + rank)`` summed over the channels that
-    found a memory; ``signals`` hold each channel's share plus the raw ``bm25`` and ``age_days``.
-    """
-    totals: dict[str, float] = {}
-    records: dict[str, MemoryRecord] = {}
-    signals: dict[str, dict[str, float]] = {}
-    bm25: dict[str, float] = {}
-    for channel, rows in channels.items():
-        for rank, row in enumerate(rows, start=1):
-            memory_id = row["memory"]["id"]
-            if memory_id not in records:
-                records[memory_id] = record_from_node(row["memory"])
-            if channel == "keyword":
-                bm25[memory_id] = float(row["score"])
-            share = RECALL_WEIGHTS[channel] / (RRF_K + rank)
-            totals[memory_id] = totals.get(memory_id, 0.0) + share
-            signals.setdefault(memory_id, {})[channel] = round(share, 6)
-    hits: list[Hit] = []
-    for memory_id, total in totals.items():
-        record = records[memory_id]
-        parts = signals[memory_id]
-        parts["bm25"] = round(bm25.get(memory_id, 0.0), 6)
-        parts["age_days"] = round(max(0.0, (now - record.created_at).total_seconds() / 86400), 3)
-        hits.append(Hit(record, round(total, 8), via="recall", signals=parts))
-    hits.sort(key=lambda hit: (-hit.score, hit.record.id))
-    return hits
-
-
 def fulltext_limit(depth: int) -> int:
     """How many Lucene matches to fetch for ``depth`` results after filtering."""
     return max(FULLTEXT_FLOOR, depth * 20)
@@ -286,4 +246,4 @@ def create_backend(options: Mapping[str, Any]) -> Neo4jBackend:
     return Neo4jBackend(Neo4jOptions.from_mapping(options))
 
 
-__all__ = ["Neo4jBackend", "create_backend", "fuse_ranked"]
+__all__ = ["Neo4jBackend", "create_backend"]

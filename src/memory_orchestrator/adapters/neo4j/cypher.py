@@ -119,6 +119,16 @@ RETURN """
 LINK_CANDIDATES = (
     """
 CALL () {
+  // Known names the content mentions (ports.text.name_candidates keys) join the memory's entities.
+  UNWIND $name_uids AS name_uid
+  MATCH (e:Entity {uid: name_uid}) WHERE COUNT { (e)<-[:MENTIONS]-() } > 0
+  RETURN collect([e.key, e.name]) AS known
+}
+WITH known, reduce(
+  uids = [], uid IN $entity_uids + [pair IN known | $store + ':' + pair[0]]
+  | CASE WHEN uid IN uids THEN uids ELSE uids + uid END
+) AS entity_uids
+CALL () {
   MATCH (m:Memory) WHERE $dedup AND m.store = $store AND m.content_hash = $hash AND m.forgotten = false
   WITH m ORDER BY m.created_at, m.id LIMIT 1
   RETURN collect("""
@@ -149,8 +159,8 @@ CALL () {
   WITH m ORDER BY m.store, m.created_at LIMIT $proximity_max
   RETURN collect(m) AS after
 }
-CALL () {
-  UNWIND $entity_uids AS entity_uid
+CALL (entity_uids) {
+  UNWIND entity_uids AS entity_uid
   CALL (entity_uid) {
     MATCH (m:Memory)-[mention:MENTIONS]->()
     WHERE mention.entity_uid = entity_uid AND mention.created_at <= $at
@@ -164,8 +174,8 @@ CALL () {
   }
   RETURN collect(m) AS sharing
 }
-CALL () {
-  UNWIND $entity_uids AS entity_uid
+CALL (entity_uids) {
+  UNWIND entity_uids AS entity_uid
   MATCH (e:Entity {uid: entity_uid})
   RETURN collect([e.key, COUNT { (e)<-[:MENTIONS]-() }]) AS counts
 }
@@ -178,7 +188,7 @@ CALL () {
   WITH m ORDER BY score DESC, m.id LIMIT $similar_max
   RETURN collect(m) AS similar
 }
-RETURN duplicate, earlier, later, before, after, sharing, counts, similar
+RETURN known, duplicate, earlier, later, before, after, sharing, counts, similar
 """
 )
 

@@ -12,7 +12,7 @@ from typing import Any
 from memory_orchestrator.adapters.neo4j.cypher import EDGE_TYPES_BY_RELATIONSHIP, RELATIONSHIP_TYPES
 from memory_orchestrator.ports import Edge, Filters, MemoryRecord, NewMemory, ensure_utc
 from memory_orchestrator.ports.autolinks import MemorySketch
-from memory_orchestrator.ports.text import content_hash, tokenize
+from memory_orchestrator.ports.text import STOP_WORDS, content_hash, name_candidates, tokenize
 
 #: Lucene refuses boolean queries past 1024 clauses; a few hundred distinct terms is plenty to rank.
 MAX_QUERY_TERMS = 200
@@ -49,6 +49,16 @@ def to_native(value: Any) -> datetime:
 
 #: Bounds of the stored timestamps, standing in for an open side of a time range.
 EARLIEST, LATEST = -(2**62), 2**62
+
+
+def name_uids(store: str, text: str) -> list[str]:
+    """Entity uids of every run of 1-4 words of ``text`` that could be a known name.
+
+    The same keys ``ports.text.matched_names`` accepts (single stop words and 1-letter words never
+    match), so looking them up finds exactly the known names the text mentions.
+    """
+    keys = {key for key in name_candidates(text) if " " in key or (key not in STOP_WORDS and len(key) >= 2)}
+    return sorted(uid(store, key) for key in keys)
 
 
 def fulltext_store(store: str) -> str:

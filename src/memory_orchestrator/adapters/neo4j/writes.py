@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -19,6 +20,7 @@ from memory_orchestrator.adapters.neo4j.rows import (
     lucene_query,
     memory_properties,
     micros,
+    name_uids,
     record_from_node,
     sketch_from_node,
     uid,
@@ -78,6 +80,8 @@ class MemoryWriter:
         found = (await self.runner.read(cypher.LINK_CANDIDATES, **self._candidate_params(memory, new)))[0]
         if memory.dedup and found["duplicate"]:
             return _skipped(found["duplicate"][0])
+        entities = entities_for(memory, {key: name for key, name in found["known"]})
+        new = replace(new, entities=frozenset(name.casefold() for name in entities))
         pool = [sketch_from_node(node) for key in _CANDIDATE_LISTS for node in found[key]]
         counts = {key: int(count) for key, count in found["counts"]}
         edges = plan_edges(new, pool, at=now, entity_counts=counts, limits=self.limits)
@@ -116,6 +120,7 @@ class MemoryWriter:
             "causal_window": self.limits.causal_window + 1,
             "proximity_max": self.limits.proximity_max + 1,
             "entity_uids": [uid(self.store, key) for key in sorted(new.entities)],
+            "name_uids": name_uids(self.store, memory.content),
             "entity_per_name": self.limits.entity_per_name + 1,
             "lucene": lucene_query(" ".join(_longest(new.tokens, SIMILARITY_TERMS)), store=self.store),
             "similar_max": SIMILAR_CANDIDATES,
