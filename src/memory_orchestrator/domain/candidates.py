@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from memory_orchestrator.domain.results import PathStep
 from memory_orchestrator.ports import MemoryRecord
+from memory_orchestrator.ports.text import tokenize
 
 
 @dataclass(slots=True)
@@ -28,6 +29,13 @@ class Candidate:
     proximity: float = 0.0
     seed_id: str | None = None
     path: tuple[PathStep, ...] = ()
+    _words: frozenset[str] | None = None
+
+    def words(self) -> frozenset[str]:
+        """The memory's content tokens, computed once (ranking and dedup both need them)."""
+        if self._words is None:
+            self._words = frozenset(tokenize(self.record.content))
+        return self._words
 
     @property
     def memory_id(self) -> str:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from memory_orchestrator.domain.config import PipelineConfig
 from memory_orchestrator.domain.ranking import RankedItem, order_key
 from memory_orchestrator.domain.writing import same_claim
-from memory_orchestrator.ports.text import content_hash, has_negation, jaccard, overlap, tokenize
+from memory_orchestrator.ports.text import content_hash, has_negation, jaccard, overlap
 
 #: Jaccard from which a pair counts as partly redundant (penalised, not merged).
 SOFT_DUPLICATE = 0.6
@@ -48,7 +48,7 @@ def deduplicate(items: Sequence[RankedItem], config: PipelineConfig) -> DedupOut
     for item in items:
         memory_id = item.record.id
         digest = content_hash(item.record.content)
-        words = frozenset(tokenize(item.record.content))
+        words = item.candidate.words()
         twin = hashes.get(digest) or _near_twin(item, words, outcome.kept, tokens, config.dedup_threshold)
         if twin is not None:
             _absorb(next(kept for kept in outcome.kept if kept.record.id == twin), item)
@@ -114,10 +114,20 @@ def _mark_stale(items: list[RankedItem], tokens: dict[str, frozenset[str]]) -> l
         replacing = [memory_id for memory_id in item.record.superseded_by if memory_id in present]
         for memory_id in replacing:
             stale.append({"older": item.record.id, "newer": memory_id, "why": "explicit supersedes edge"})
-    for older in items:
-        for newer in items:
-            if newer is older or newer.record.created_at <= older.record.created_at:
-                continue
+    # Pairs are only compared when they share a subject: one pass over the names, not n^2 texts.
+    subjects: dict[str, list[RankedItem]] = {}
+    for item in items:
+        for name in _subjects(item):
+            subjects.setdefault(name, []).append(item)
+    pairs = {
+        (id(older), id(newer)): (older, newer)
+        for group in subjects.values()
+        for older in group
+        for newer in group
+        if newer.record.created_at > older.record.created_at
+    }
+    for older, newer in pairs.values():
+        if older.record.id != newer.record.id:
             why = contradiction(older, newer, tokens)
             if why is None or newer.record.id in older.superseded_by:
                 continue
@@ -128,12 +138,14 @@ def _mark_stale(items: list[RankedItem], tokens: dict[str, frozenset[str]]) -> l
     return stale
 
 
+def _subjects(item: RankedItem) -> set[str]:
+    # Two things said by the same speaker are not about the same subject for that reason alone.
+    return {name.casefold() for name in item.record.entities} - {item.record.source.casefold()}
+
+
 def contradiction(older: RankedItem, newer: RankedItem, tokens: dict[str, frozenset[str]]) -> str | None:
     """Why ``newer`` contradicts ``older`` (shared entity, shared words, negation or new value)."""
-    shared = {name.casefold() for name in older.record.entities} & {
-        name.casefold() for name in newer.record.entities
-    }
-    # Two things said by the same speaker are not about the same subject for that reason alone.
+    shared = _subjects(older) & _subjects(newer)
     shared -= {older.record.source.casefold(), newer.record.source.casefold()}
     if not shared:
         return None

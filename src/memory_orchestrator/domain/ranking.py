@@ -137,7 +137,7 @@ def score_candidate(
         "entity": entity_overlap(record, patterns) if entity is None else entity,
         "importance": min(1.0, max(0.0, (record.importance - 1) / 4)),
         "cross_reference": _cross_reference(candidate, context.total_lists),
-        "noise": noise(record.content),
+        "noise": noise_of_words(candidate.words()),
     }
     recency_weight = weights.recency * (1.0 if _time_matters(context) else WEAK_RECENCY)
     strong, weak = sorted((signals["relevance"], signals["graph"]), reverse=True)
@@ -213,7 +213,12 @@ def matched_entities(record: MemoryRecord, patterns: Sequence[tuple[str, re.Patt
 
 def noise(content: str) -> float:
     """1.0 for a memory with no content words, falling to 0 at three distinct content words."""
-    distinct = len(set(tokenize(content)) - FILLER)
+    return noise_of_words(frozenset(tokenize(content)))
+
+
+def noise_of_words(words: frozenset[str]) -> float:
+    """:func:`noise` from the memory's tokens."""
+    distinct = len(words - FILLER)
     return max(0.0, (3 - distinct) / 3)
 
 
