@@ -85,10 +85,10 @@ def plot_scaling(document: Mapping[str, Any], path: Path) -> Path:
 
     sizes = [row["size"] for row in document["sizes"]]
     figure, axis = plt.subplots(figsize=(6.4, 4.2), dpi=110)
-    for name in OPERATIONS:
+    for index, name in enumerate(OPERATIONS):
         for share, style in (("p50", "-"), ("p95", ":")):
             values = [row["latency_ms"][name][share] for row in document["sizes"]]
-            axis.plot(sizes, values, style, marker="o", label=f"{name} {share}")
+            axis.plot(sizes, values, style, color=f"C{index}", marker="o", label=f"{name} {share}")
     axis.set_xscale("log")
     axis.set_yscale("log")
     axis.set_xlabel("memories in store")

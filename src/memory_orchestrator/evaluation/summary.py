@@ -8,6 +8,7 @@ percentiles, packing statistics, ingestion notes, versions and configuration.
 from __future__ import annotations
 
 import dataclasses
+import os
 import platform
 import subprocess
 from collections import defaultdict
@@ -66,7 +67,12 @@ def git_revision() -> str:
 
 def versions() -> dict[str, str]:
     """Versions of this package (and its git commit), Python and the evaluation libraries."""
-    found = {"python": platform.python_version(), "platform": platform.platform(), "git": git_revision()}
+    found = {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": str(os.cpu_count() or 0),
+        "git": git_revision(),
+    }
     for name in ("mnemon-memory-orchestrator", "bm25s", "numpy", "matplotlib"):
         try:
             found[name] = metadata.version(name)
