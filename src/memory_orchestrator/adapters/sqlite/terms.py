@@ -16,12 +16,14 @@ MIN_COMMON_DOCS = 1000
 
 
 async def selective_terms(
-    db: aiosqlite.Connection, tokens: Sequence[str], *, most: int | None = None
+    db: aiosqlite.Connection, tokens: Sequence[str], *, most: int | None = None, postings: int | None = None
 ) -> list[str]:
     """The query terms worth matching: known to the index, rarest first, very common ones dropped.
 
     One round trip: document frequencies from ``term_stats`` plus the store size (max rowid).
-    ``most`` keeps only that many of the rarest terms (candidate lookups on the write path).
+    ``most`` keeps only that many of the rarest terms and ``postings`` stops adding terms once their
+    document counts would exceed it (always at least one term): the write path's candidate lookup
+    must stay cheap however large the store grows.
     """
     unique = list(dict.fromkeys(tokens))
     if not unique:
@@ -40,8 +42,17 @@ async def selective_terms(
         return present
     limit = max(MIN_COMMON_DOCS, int(size * COMMON_SHARE))
     rare = [term for term in present if frequencies[term] <= limit]
-    chosen = rare or present
-    return chosen[:most] if most is not None else chosen
+    chosen = (rare or present)[:most]
+    if postings is None:
+        return chosen
+    kept: list[str] = []
+    total = 0
+    for term in chosen:
+        total += frequencies[term]
+        if kept and total > postings:
+            break
+        kept.append(term)
+    return kept
 
 
 async def count_terms(db: aiosqlite.Connection, tokens: Sequence[str], change: int) -> None:

@@ -16,7 +16,9 @@ from memory_orchestrator.ports.text import tokenize
 #: Lexically similar memories fetched from FTS as candidates for semantic edges.
 LEXICAL_CANDIDATES = 20
 #: Query terms used to find them (the rarest ones: they are the telling ones and the cheap ones).
-LEXICAL_TERMS = 5
+LEXICAL_TERMS = 4
+#: ... and at most this many postings among them (BM25 scores every match before taking the best).
+LEXICAL_POSTINGS = 600
 
 
 async def find_active_duplicate(db: aiosqlite.Connection, digest: str) -> str | None:
@@ -67,7 +69,8 @@ async def candidate_ids(
     for name in sorted(new.entities):
         parts.append((_nearest_carriers("<=", "created_at DESC"), (name, at, per_name)))
         parts.append((_nearest_carriers(">=", "created_at"), (name, at, per_name)))
-    query = fts_query(await selective_terms(db, sorted(new.tokens), most=LEXICAL_TERMS))
+    terms = await selective_terms(db, sorted(new.tokens), most=LEXICAL_TERMS, postings=LEXICAL_POSTINGS)
+    query = fts_query(terms)
     if query is not None:
         lexical = (
             "SELECT id FROM (SELECT m.id AS id FROM memories_fts "
