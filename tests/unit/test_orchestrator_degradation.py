@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -22,6 +23,7 @@ from memory_orchestrator.ports import (
     EdgeType,
     Filters,
     FixedClock,
+    Hit,
     InvalidRequest,
     NewMemory,
     TimeRange,
@@ -195,3 +197,31 @@ async def test_held_back_recall_answers_when_keyword_search_fails() -> None:
     assert "channel keyword#0 failed (BackendUnavailable); results without it" in result.warnings
     assert "falling back to the recall channel" in result.warnings
     assert not any("injected" in warning for warning in result.warnings)
+
+
+class StubbornBackend(InMemoryBackend):
+    """A backend whose keyword search ignores cancellation (a driver blocking in its own thread)."""
+
+    finished = False
+
+    async def search(
+        self, text: str, *, limit: int = 10, filters: Filters = Filters(), now: datetime | None = None
+    ) -> list[Hit]:
+        try:
+            await asyncio.sleep(0.5)
+        except asyncio.CancelledError:
+            await asyncio.sleep(0.5)  # swallows the cancellation and keeps going
+        self.finished = True
+        return []
+
+
+@pytest.mark.anyio
+async def test_a_call_that_ignores_cancellation_cannot_hold_the_answer_past_the_deadline() -> None:
+    backend = StubbornBackend(clock=FixedClock(NOW))
+    await backend.open()
+    await backend.remember(NewMemory("Atlas launch moved to April", created_at=NOW - timedelta(days=1)))
+    orch = Orchestrator(backend, config=PipelineConfig(stage_timeout_s=0.05), clock=FixedClock(NOW))
+    result = await orch.search(SearchRequest("Atlas launch", expand=False))
+    assert not backend.finished  # the answer did not wait for the stubborn call
+    assert "channel keyword#0 timed out; results without it" in result.warnings
+    assert [item.memory_id for item in result.items] == ["mem-000001"]  # from the held-back recall

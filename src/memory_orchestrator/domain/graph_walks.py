@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import replace
 from datetime import datetime
 
 from memory_orchestrator.domain.candidates import Candidate
 from memory_orchestrator.domain.config import PipelineConfig
+from memory_orchestrator.domain.deadlines import within
 from memory_orchestrator.domain.pipeline import result_item
 from memory_orchestrator.domain.ranking import RankingContext, rank
 from memory_orchestrator.domain.requests import ExpandRequest
@@ -74,7 +74,7 @@ async def _seeds(
     records: list[MemoryRecord] = []
     try:
         if request.seeds:
-            records.extend(await asyncio.wait_for(backend.get(list(request.seeds)), config.stage_timeout_s))
+            records.extend(await within(backend.get(list(request.seeds)), config.stage_timeout_s))
         if request.seed_entities:
             records.extend(await _entity_seeds(backend, request, now, config))
     except Exception as exc:  # the read path degrades, it does not raise
@@ -96,7 +96,5 @@ async def _entity_seeds(
     wanted = Filters(entities=tuple(request.seed_entities))
     native = native_filters(wanted, backend.capabilities)
     limit = config.expansion.beam_width if native.entities else config.candidates_per_channel * 4
-    recent = await asyncio.wait_for(
-        backend.recent(limit=limit, filters=native, now=now), config.stage_timeout_s
-    )
+    recent = await within(backend.recent(limit=limit, filters=native, now=now), config.stage_timeout_s)
     return [record for record in recent if wanted.admits(record)][: config.expansion.beam_width]

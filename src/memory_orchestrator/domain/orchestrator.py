@@ -7,13 +7,13 @@ what is available with explicit warnings, also written to the trace. Invalid inp
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from memory_orchestrator.domain.config import PipelineConfig
+from memory_orchestrator.domain.deadlines import within
 from memory_orchestrator.domain.graph_walks import run_expand
 from memory_orchestrator.domain.packaging import pack, summarise
 from memory_orchestrator.domain.pipeline import PipelineInput, PipelineRun, run_pipeline
@@ -250,7 +250,7 @@ class Orchestrator:
         query = RecallQuery(text=request.query, limit=keep, filters=request.filters, now=now)
         try:
             with trace.timed("recall"):
-                hits = await asyncio.wait_for(self.backend.recall(query), self.config.stage_timeout_s)
+                hits = await within(self.backend.recall(query), self.config.stage_timeout_s)
         except Exception as exc:  # the read path degrades, it does not raise
             trace.warn(f"backend recall failed ({type(exc).__name__}); no results")
             hits = []
@@ -282,9 +282,7 @@ class Orchestrator:
         if self._entities is not None and time.monotonic() - self._entities_at < ttl:
             return self._entities
         try:
-            names = await asyncio.wait_for(
-                self.backend.known_entities(limit=1000), self.config.stage_timeout_s
-            )
+            names = await within(self.backend.known_entities(limit=1000), self.config.stage_timeout_s)
         except Exception as exc:  # planning works without them, just less well
             trace.warn(f"known entities unavailable ({type(exc).__name__}); planning without them")
             return self._entities or []

@@ -20,6 +20,7 @@ from datetime import datetime
 
 from memory_orchestrator.domain.candidates import Candidate
 from memory_orchestrator.domain.config import PipelineConfig
+from memory_orchestrator.domain.deadlines import within
 from memory_orchestrator.ports import (
     Capabilities,
     Filters,
@@ -107,9 +108,7 @@ async def retrieve_recent(
     outcome = RetrievalOutcome(channels_run=1)
     native = native_filters(filters, backend.capabilities)
     try:
-        records = await asyncio.wait_for(
-            backend.recent(limit=limit, filters=native, now=now), config.stage_timeout_s
-        )
+        records = await within(backend.recent(limit=limit, filters=native, now=now), config.stage_timeout_s)
     except Exception as exc:  # any backend failure degrades to a warning on the read path
         outcome.warnings.append(_failure("recent", exc))
         outcome.channels_failed = 1
@@ -249,7 +248,7 @@ async def _no_call() -> list[Hit]:
 
 async def _run_list(spec: _ListSpec, limit_s: float) -> tuple[list[Hit], str | None]:
     try:
-        return await asyncio.wait_for(spec.call(), limit_s), None
+        return await within(spec.call(), limit_s), None
     except Exception as exc:  # any backend failure degrades to a warning on the read path
         return [], _failure(spec.key, exc)
 

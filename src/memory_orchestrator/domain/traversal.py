@@ -11,7 +11,6 @@ the stage timeout stops it with what was found so far.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -20,6 +19,7 @@ from typing import Any
 
 from memory_orchestrator.domain.candidates import Candidate
 from memory_orchestrator.domain.config import PipelineConfig
+from memory_orchestrator.domain.deadlines import within
 from memory_orchestrator.domain.results import PathStep
 from memory_orchestrator.domain.retrieval import exclusion, native_filters
 from memory_orchestrator.ports import EdgeType, Filters, Intent, MemoryBackend, Neighbor
@@ -121,7 +121,7 @@ async def _one_hop(
     limit = min(limits.max_visited, max(1, len(frontier) * limits.max_fanout * len(weights)))
     outcome.neighbor_calls += 1
     try:
-        return await asyncio.wait_for(
+        return await within(
             backend.neighbors(frontier, edge_types=tuple(weights), hops=1, limit=limit, filters=native),
             remaining,
         )

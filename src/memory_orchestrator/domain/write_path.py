@@ -7,11 +7,11 @@ a warning rather than raised, because raising would hide that the memory was wri
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from memory_orchestrator.domain.config import PipelineConfig
+from memory_orchestrator.domain.deadlines import within
 from memory_orchestrator.domain.requests import WriteRequest
 from memory_orchestrator.domain.trace import Trace
 from memory_orchestrator.domain.writing import (
@@ -123,7 +123,7 @@ async def _similar(
         trace.warn("backend has no keyword search; duplicate check left to the backend")
         return []
     try:
-        hits = await asyncio.wait_for(
+        hits = await within(
             backend.search(request.memory.content[:1000], limit=SIMILAR_LIMIT), config.stage_timeout_s
         )
     except Exception as exc:  # the backend's own exact-duplicate check still applies
