@@ -25,9 +25,10 @@ from memory_orchestrator.domain.requests import (
     WriteRequest,
 )
 from memory_orchestrator.evaluation.datasets import Dataset, ingest, to_new_memory
+from memory_orchestrator.evaluation.environment import versions
 from memory_orchestrator.evaluation.metrics import Judgement, mean, percentile, recall_at_k
 from memory_orchestrator.evaluation.runner import BackendMaker, RunProgress, SilentProgress
-from memory_orchestrator.evaluation.summary import json_safe, versions
+from memory_orchestrator.evaluation.summary import json_safe
 from memory_orchestrator.evaluation.synthetic import new_memories, synthetic_dataset
 from memory_orchestrator.ports import InvalidRequest, MemoryBackend, OrchestratorError, RecallQuery
 
@@ -239,13 +240,14 @@ async def run_bench(
     """Benchmark every size (ascending) and return the whole JSON-safe document."""
     progress = progress or SilentProgress()
     started = time.time()
+    environment = versions()
     results = []
     for size in sorted(config.sizes):
         results.append(await bench_size(size, make_backend, config, progress))
         if on_size is not None:
             on_size(results[-1])
     return {
-        "meta": {"backend": config.backend, "versions": versions(), "duration_s": time.time() - started},
+        "meta": {"backend": config.backend, "versions": environment, "duration_s": time.time() - started},
         "config": json_safe(config),
         "sizes": results,
     }

@@ -28,6 +28,7 @@ from memory_orchestrator.domain.requests import Budget, ContextRequest, SearchRe
 from memory_orchestrator.domain.results import ResultItem
 from memory_orchestrator.evaluation.baseline import Bm25Baseline
 from memory_orchestrator.evaluation.datasets import Dataset, DatasetQuery, IngestReport, ingest
+from memory_orchestrator.evaluation.environment import versions
 from memory_orchestrator.evaluation.metrics import Judgement, evidence_kept, query_metrics
 from memory_orchestrator.ports import (
     Hit,
@@ -141,6 +142,8 @@ class EvalRun:
     started_at: datetime
     stores: list[StoreRun] = field(default_factory=list)
     finished_at: datetime | None = None
+    #: Taken when the run starts, so the commit is the one whose code ran.
+    versions: dict[str, str] = field(default_factory=dict)
 
 
 async def run_evaluation(
@@ -154,7 +157,7 @@ async def run_evaluation(
 ) -> EvalRun:
     """Evaluate every store of ``datasets`` in a fresh backend each; returns the raw outcomes."""
     progress = progress or SilentProgress()
-    run = EvalRun(config=config, dataset=label, started_at=datetime.now(UTC))
+    run = EvalRun(config=config, dataset=label, started_at=datetime.now(UTC), versions=versions())
     for dataset in datasets:
         run.stores.append(await _run_store(dataset, make_backend(dataset.name), config, scorers, progress))
     run.finished_at = datetime.now(UTC)

@@ -8,17 +8,13 @@ percentiles, packing statistics, ingestion notes, versions and configuration.
 from __future__ import annotations
 
 import dataclasses
-import os
-import platform
-import subprocess
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from enum import Enum
-from importlib import metadata
-from pathlib import Path
 from typing import Any
 
+from memory_orchestrator.evaluation.environment import versions
 from memory_orchestrator.evaluation.metrics import duplicate_rate, mean, percentile
 from memory_orchestrator.evaluation.runner import BASELINE, EvalRun, QueryOutcome
 from memory_orchestrator.ports import format_timestamp
@@ -45,40 +41,6 @@ def json_safe(value: Any) -> Any:
     if isinstance(value, datetime):
         return format_timestamp(value)
     return value
-
-
-def git_revision() -> str:
-    """The checked-out commit of this source tree (``+dirty`` with local changes), or ``""``."""
-    root = Path(__file__).resolve().parents[3]
-    if not (root / ".git").exists():
-        return ""
-    try:
-        head = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
-        )
-        status = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True, text=True, check=True,
-        )  # fmt: skip
-    except (OSError, subprocess.CalledProcessError):
-        return ""
-    return head.stdout.strip() + ("+dirty" if status.stdout.strip() else "")
-
-
-def versions() -> dict[str, str]:
-    """Versions of this package (and its git commit), Python and the evaluation libraries."""
-    found = {
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpus": str(os.cpu_count() or 0),
-        "git": git_revision(),
-    }
-    for name in ("mnemon-memory-orchestrator", "bm25s", "numpy", "matplotlib"):
-        try:
-            found[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            found[name] = "not installed"
-    return found
 
 
 def mode_names(run: EvalRun) -> list[str]:
@@ -219,7 +181,7 @@ def summarise(run: EvalRun) -> dict[str, Any]:
             "backend_versions": sorted(
                 {store.backend_version for store in run.stores if store.backend_version}
             ),
-            "versions": versions(),
+            "versions": run.versions or versions(),
             "started_at": format_timestamp(run.started_at),
             "finished_at": format_timestamp(finished),
             "duration_s": (finished - run.started_at).total_seconds(),
