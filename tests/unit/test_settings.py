@@ -107,6 +107,8 @@ def test_explicitly_named_missing_file_is_an_error(tmp_path: Path) -> None:
         ("[pipeline]\nbeem_width = 3\n", "pipeline.beem_width"),
         ('[pipeline]\nallowed_edge_types = ["wormhole"]\n', "pipeline.allowed_edge_types"),
         ("[pipeline.edge_weights.WHY]\ncausal = 2.0\n", "WHY.causal must lie in [0, 1]"),
+        ("[pipeline.channel_weights]\nvectorz = 1.0\n", "unknown channel(s) ['vectorz']"),
+        ("[pipeline.channel_weights]\nrecall = -1.0\n", "recall must lie in [0, 10]"),
         ('[backend.neo4j]\nuri = "http://x"\n', "backend.neo4j.uri"),
         ('[backend.sqlite]\nstore = "no spaces"\n', "backend.sqlite.store"),
         ('[[auth.tokens]]\nname = "agent"\nsha256 = "plaintext"\n', "auth.tokens.0.sha256"),
@@ -171,6 +173,13 @@ def test_every_tunable_of_the_domain_is_configurable() -> None:
     missing = {f.name for f in fields(PipelineConfig)} - elsewhere - keys
     missing |= {f.name for f in fields(ExpansionLimits)} - keys
     assert not missing, f"not configurable: {sorted(missing)}"
+
+
+def test_channel_weights_reach_the_pipeline_and_keep_unnamed_defaults(tmp_path: Path) -> None:
+    config = write_toml(tmp_path / "c.toml", "[pipeline.channel_weights]\nrecall = 0.5\n")
+    weights = load_settings(config).pipeline_config().channel_weights
+    assert weights["recall"] == 0.5
+    assert weights["keyword"] == PipelineConfig().channel_weights["keyword"]
 
 
 def test_cache_ttl_reaches_the_pipeline(tmp_path: Path) -> None:

@@ -48,6 +48,10 @@ DEFAULT_EDGE_WEIGHTS = _table(
 )
 
 
+#: Retrieval channels a backend may offer, by the names ``channel_weights`` uses.
+RETRIEVAL_CHANNELS: tuple[str, ...] = ("keyword", "recall")
+
+
 @dataclass(frozen=True, slots=True)
 class RankingWeights:
     """Weights of the re-ranking formula (DESIGN.md, pipeline step 4)."""

@@ -28,6 +28,7 @@ from pydantic_settings import (
 from memory_orchestrator.adapters.sqlite import default_data_dir
 from memory_orchestrator.domain.config import (
     DEFAULT_EDGE_WEIGHTS,
+    RETRIEVAL_CHANNELS,
     ExpansionLimits,
     PipelineConfig,
     RankingWeights,
@@ -107,6 +108,7 @@ class PipelineSection(Section):
     max_top_k: int = Field(default=_PIPELINE.max_top_k, ge=1, le=1000)
     candidates_per_channel: int = Field(default=_PIPELINE.candidates_per_channel, ge=1, le=1000)
     rrf_k: int = Field(default=_PIPELINE.rrf_k, ge=1, le=1000)
+    channel_weights: dict[str, float] = Field(default_factory=lambda: dict(_PIPELINE.channel_weights))
     hops: int = Field(default=_EXPANSION.hops, ge=0, le=5)
     beam_width: int = Field(default=_EXPANSION.beam_width, ge=1, le=200)
     max_visited: int = Field(default=_EXPANSION.max_visited, ge=1, le=10000)
@@ -126,6 +128,17 @@ class PipelineSection(Section):
     chars_per_token: float = Field(default=_PIPELINE.chars_per_token, gt=0, le=20)
     max_item_chars: int = Field(default=_PIPELINE.max_item_chars, ge=40, le=100_000)
     passthrough: bool = _PIPELINE.passthrough
+
+    @field_validator("channel_weights")
+    @classmethod
+    def _channel_weights_valid(cls, value: dict[str, float]) -> dict[str, float]:
+        unknown = sorted(set(value) - set(RETRIEVAL_CHANNELS))
+        if unknown:
+            raise ValueError(f"unknown channel(s) {unknown}; valid: {list(RETRIEVAL_CHANNELS)}")
+        for channel, weight in value.items():
+            if not 0.0 <= weight <= 10.0:
+                raise ValueError(f"{channel} must lie in [0, 10], got {weight}")
+        return {**dict(_PIPELINE.channel_weights), **value}
 
     @field_validator("edge_weights")
     @classmethod
@@ -211,6 +224,7 @@ class Settings(BaseSettings):
             max_top_k=section.max_top_k,
             candidates_per_channel=section.candidates_per_channel,
             rrf_k=section.rrf_k,
+            channel_weights=dict(section.channel_weights),
             edge_weights=section.edge_weights,
             allowed_edge_types=tuple(section.allowed_edge_types),
             expansion=ExpansionLimits(
