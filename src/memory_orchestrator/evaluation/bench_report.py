@@ -28,6 +28,7 @@ def bench_markdown(document: Mapping[str, Any], plots: list[Path]) -> str:
         "memory_context = expanded (2 hops) and packed; raw_recall = the backend's own recall; "
         "overhead = wall time minus time with a backend call in flight.",
         "",
+        *([f"Note: {meta['note']}", ""] if meta.get("note") else []),
         "## Latency (ms)",
         "",
         "| size | operation | p50 | p95 | max | mean |",
