@@ -17,6 +17,7 @@ from memory_orchestrator.ports import (
     EdgeType,
     Intent,
     LinkCandidate,
+    MemoryRecord,
     TimeRange,
     WriteAction,
     format_timestamp,
@@ -274,4 +275,21 @@ def edge_to_dict(edge: Edge) -> dict[str, Any]:
         "weight": round(edge.weight, 4),
         "metadata": dict(edge.metadata),
         "created_at": None if edge.created_at is None else format_timestamp(edge.created_at),
+    }
+
+
+def record_to_dict(record: MemoryRecord) -> dict[str, Any]:
+    """JSON-safe form of a stored memory."""
+    return {
+        "id": record.id,
+        "content": record.content,
+        "category": record.category,
+        "importance": record.importance,
+        "tags": list(record.tags),
+        "entities": list(record.entities),
+        "source": record.source,
+        "created_at": format_timestamp(record.created_at),
+        "updated_at": format_timestamp(record.updated_at),
+        "metadata": dict(record.metadata),
+        "superseded_by": list(record.superseded_by),
     }

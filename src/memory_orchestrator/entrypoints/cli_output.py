@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from memory_orchestrator.domain.results import candidate_to_dict
+from memory_orchestrator.domain.results import candidate_to_dict, record_to_dict
 from memory_orchestrator.ports import (
     BackendHealth,
     Hit,
@@ -30,23 +30,6 @@ def shorten(text: str, width: int = 90) -> str:
     """One line of at most ``width`` characters."""
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
-def record_to_dict(record: MemoryRecord) -> dict[str, Any]:
-    """JSON-safe form of a stored memory."""
-    return {
-        "id": record.id,
-        "content": record.content,
-        "category": record.category,
-        "importance": record.importance,
-        "tags": list(record.tags),
-        "entities": list(record.entities),
-        "source": record.source,
-        "created_at": format_timestamp(record.created_at),
-        "updated_at": format_timestamp(record.updated_at),
-        "metadata": dict(record.metadata),
-        "superseded_by": list(record.superseded_by),
-    }
 
 
 def hit_to_dict(hit: Hit) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from memory_orchestrator.domain.results import edge_to_dict
+from memory_orchestrator.domain.results import edge_to_dict, record_to_dict
 from memory_orchestrator.entrypoints import cli_output as out
 from memory_orchestrator.entrypoints.bootstrap import open_backend
 from memory_orchestrator.entrypoints.cli_state import (
@@ -145,7 +145,7 @@ def get(
         found = {record.id for record in records}
         missing = [memory_id for memory_id in ids if memory_id not in found]
         if as_json:
-            print_json({"memories": [out.record_to_dict(r) for r in records], "missing": missing})
+            print_json({"memories": [record_to_dict(r) for r in records], "missing": missing})
         else:
             out.show_records(records)
             if missing:

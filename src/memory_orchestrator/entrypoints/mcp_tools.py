@@ -16,7 +16,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from memory_orchestrator.domain import provenance, sessions
-from memory_orchestrator.domain.results import edge_to_dict
+from memory_orchestrator.domain.results import edge_to_dict, record_to_dict
 from memory_orchestrator.entrypoints import schemas as s
 from memory_orchestrator.entrypoints import tool_outputs as o
 from memory_orchestrator.entrypoints.auth import ALL_STORES
@@ -24,9 +24,7 @@ from memory_orchestrator.entrypoints.mcp_state import ToolCall, public_warning
 from memory_orchestrator.ports import (
     AccessDenied,
     HealthCheck,
-    MemoryRecord,
     NotFound,
-    format_timestamp,
 )
 
 LOG = logging.getLogger("memory_orchestrator.mcp")
@@ -176,23 +174,6 @@ async def get(inp: s.GetInput, call: ToolCall) -> o.GetOutput:
     call.log["results"] = len(records)
     memories = [o.MemoryOutput.model_validate(record_to_dict(record)) for record in records]
     return o.GetOutput(store=call.store, memories=memories, missing=[i for i in ids if i not in found])
-
-
-def record_to_dict(record: MemoryRecord) -> dict[str, Any]:
-    """JSON-safe form of a stored memory."""
-    return {
-        "id": record.id,
-        "content": record.content,
-        "category": record.category,
-        "importance": record.importance,
-        "tags": list(record.tags),
-        "entities": list(record.entities),
-        "source": record.source,
-        "created_at": format_timestamp(record.created_at),
-        "updated_at": format_timestamp(record.updated_at),
-        "superseded_by": list(record.superseded_by),
-        "metadata": dict(record.metadata),
-    }
 
 
 async def link(inp: s.LinkInput, call: ToolCall) -> o.LinkOutput:
