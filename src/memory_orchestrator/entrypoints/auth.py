@@ -114,7 +114,7 @@ def check_bind(host: str, registry: TokenRegistry) -> None:
     """Refuse to serve HTTP beyond loopback without tokens (fail closed)."""
     if not registry and not is_loopback(host):
         raise ValueError(
-            f"refusing to listen on {host} without authentication: configure mcp.tokens "
+            f"refusing to listen on {host} without authentication: configure [auth] tokens "
             "(sha256 of each bearer token) or bind to 127.0.0.1"
         )
 

@@ -64,7 +64,7 @@ def config_hash_token(
         str | None, typer.Argument(help="The bearer token; read from stdin when omitted.")
     ] = None,
 ) -> None:
-    """Print the SHA-256 digest to put in ``[[auth.tokens]] sha256`` (the token itself is never stored)."""
+    """Print the SHA-256 digest to put in an auth token's sha256 key (the token itself is never stored)."""
     secret = token if token is not None else sys.stdin.readline().strip()
     typer.echo(guarded(lambda: hash_token(secret)))
 
