@@ -18,6 +18,7 @@ from memory_orchestrator.adapters.sqlite.health import health_report
 from memory_orchestrator.adapters.sqlite.records import active_records, select_records
 from memory_orchestrator.adapters.sqlite.rows import MEMORY_COLUMNS, stamp
 from memory_orchestrator.adapters.sqlite.schema import migrate
+from memory_orchestrator.adapters.sqlite.transactions import rollback
 from memory_orchestrator.ports import (
     AsyncLifecycle,
     BackendHealth,
@@ -132,12 +133,13 @@ class SqliteBackend(AsyncLifecycle):
         db = self.db
         async with self._write_lock:
             with self._translated(operation):
-                await self._begin(db)
+                # BEGIN inside the try: cancelled while it is queued, it still runs and must be undone.
                 try:
+                    await self._begin(db)
                     yield db
                     await db.execute("COMMIT")
                 except BaseException:
-                    await db.execute("ROLLBACK")
+                    await rollback(db)
                     raise
 
     async def _begin(self, db: aiosqlite.Connection) -> None:

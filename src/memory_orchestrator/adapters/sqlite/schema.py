@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import aiosqlite
 
+from memory_orchestrator.adapters.sqlite.transactions import rollback
 from memory_orchestrator.ports import BackendRejected
 
 # Timestamps are stored as fixed-width RFC 3339 UTC text (microseconds always present), so text
@@ -102,8 +103,8 @@ async def schema_version(db: aiosqlite.Connection) -> int:
 
 async def migrate(db: aiosqlite.Connection, *, backend: str = "sqlite") -> int:
     """Bring the schema up to :data:`SCHEMA_VERSION` in one immediate transaction; return the version."""
-    await db.execute("BEGIN IMMEDIATE")
     try:
+        await db.execute("BEGIN IMMEDIATE")
         current = await schema_version(db)
         if current > SCHEMA_VERSION:
             raise BackendRejected(
@@ -117,7 +118,7 @@ async def migrate(db: aiosqlite.Connection, *, backend: str = "sqlite") -> int:
                 await db.execute(f"PRAGMA user_version = {version:d}")
         await db.execute("COMMIT")
     except BaseException:
-        await db.execute("ROLLBACK")
+        await rollback(db)
         raise
     return SCHEMA_VERSION
 

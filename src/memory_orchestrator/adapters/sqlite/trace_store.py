@@ -13,6 +13,7 @@ from typing import Any
 import aiosqlite
 
 from memory_orchestrator.adapters.sqlite.rows import stamp
+from memory_orchestrator.adapters.sqlite.transactions import rollback
 from memory_orchestrator.ports import BackendUnavailable, InvalidRequest, parse_timestamp
 
 SCHEMA = """
@@ -90,8 +91,11 @@ class SqliteTraceStore:
                 )
                 await db.execute("COMMIT")
             except sqlite3.Error as exc:
-                await db.execute("ROLLBACK")
+                await rollback(db)
                 raise BackendUnavailable(f"trace store: {exc}", backend="sqlite-traces") from exc
+            except BaseException:
+                await rollback(db)  # cancelled mid-transaction: do not leave it open
+                raise
 
     async def load(self, trace_id: str) -> Mapping[str, Any] | None:
         """The stored document, or ``None``."""

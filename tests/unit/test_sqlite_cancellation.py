@@ -1,0 +1,63 @@
+"""A write cancelled at any point must not leave the connection inside its transaction.
+
+aiosqlite queues each statement on the connection's worker thread before the caller waits, so a
+``BEGIN IMMEDIATE`` (or ``COMMIT``) whose caller is cancelled still runs. Before the fix a cancelled
+``remember`` left the connection in an open transaction for good: it kept the file's write lock, so
+another connection's write waited out its busy timeout and failed, and every later write on the same
+connection failed with "cannot start a transaction within a transaction".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from memory_orchestrator.adapters.sqlite import SqliteBackend
+from memory_orchestrator.adapters.sqlite.trace_store import SqliteTraceStore
+from memory_orchestrator.ports import NewMemory
+
+T0 = datetime(2026, 1, 5, 8, 30, tzinfo=UTC)
+#: Cancel after this many event-loop turns: 1 lands on the queued BEGIN, later ones inside the body
+#: and on the COMMIT; past the end the write simply completes.
+TURNS = range(1, 40)
+
+
+async def _cancel_after(turns: int, call: asyncio.Future[Any]) -> None:
+    for _ in range(turns):
+        await asyncio.sleep(0)
+    call.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await call
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("turns", TURNS)
+async def test_a_cancelled_remember_leaves_no_transaction_open(tmp_path: Path, turns: int) -> None:
+    path = tmp_path / "store.db"
+    with anyio.fail_after(20):
+        async with SqliteBackend(path) as backend, SqliteBackend(path, busy_timeout_ms=200) as other:
+            await backend.remember(NewMemory("Atlas launch moved to April", created_at=T0))
+            task = asyncio.ensure_future(backend.remember(NewMemory(f"cancelled write {turns}")))
+            await _cancel_after(turns, task)
+            assert not backend.db.in_transaction
+            # the same connection writes again, and so does another one (no write lock left behind)
+            await backend.remember(NewMemory("Atlas review on Friday"))
+            await other.remember(NewMemory("Atlas budget approved"))
+            assert await backend.count() in (3, 4)  # 4 when the cancelled write had committed
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("turns", range(1, 12))
+async def test_a_cancelled_trace_save_leaves_no_transaction_open(tmp_path: Path, turns: int) -> None:
+    with anyio.fail_after(20):
+        async with SqliteTraceStore(tmp_path / "traces.db", busy_timeout_ms=200) as store:
+            task = asyncio.ensure_future(store.save("t-cancelled", T0, {"q": "cancelled"}))
+            await _cancel_after(turns, task)
+            await store.save("t-next", T0, {"q": "next"})
+            assert await store.load("t-next") == {"q": "next"}
