@@ -2,40 +2,20 @@
 
 from __future__ import annotations
 
-import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
+from cli_harness import invoke, invoke_json, runner
 from memory_orchestrator.entrypoints.cli import app
 from memory_orchestrator.examples import example_path
 
-runner = CliRunner()
 NOW = "2026-05-20T09:00:00Z"
 WHY = "why did we stop using Stratus?"
 
 
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in list(os.environ):
-        if name.startswith("ORCHESTRATOR_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("ORCHESTRATOR_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
-
-
-def invoke(*args: str, code: int = 0) -> Any:
-    result = runner.invoke(app, list(args))
-    assert result.exit_code == code, (result.exit_code, result.output, result.exception)
-    return result
-
-
-def invoke_json(*args: str) -> Any:
-    return json.loads(invoke(*args, "--json").stdout)
+pytestmark = pytest.mark.usefixtures("isolated")
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@ and the retry policy wrapped around the backend."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -20,15 +19,7 @@ from memory_orchestrator.entrypoints.retrying_backend import RetryingBackend, Re
 from memory_orchestrator.entrypoints.settings import load_settings
 from memory_orchestrator.ports import BackendRejected, BackendUnavailable, NewMemory, PluginError, RecallQuery
 
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in list(os.environ):
-        if name.startswith("ORCHESTRATOR_"):
-            monkeypatch.delenv(name)
-    monkeypatch.setenv("ORCHESTRATOR_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+pytestmark = pytest.mark.usefixtures("isolated")
 
 
 @pytest.mark.anyio

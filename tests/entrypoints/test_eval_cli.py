@@ -29,15 +29,6 @@ def _invoke(*args: str) -> tuple[int, str, str]:
     return result.exit_code, result.stdout, result.stderr
 
 
-@pytest.fixture
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    # settings must not pick up a developer's orchestrator.toml or data dir
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("ORCHESTRATOR_CONFIG", raising=False)
-    monkeypatch.setenv("ORCHESTRATOR_DATA_DIR", str(tmp_path / "data"))
-    return tmp_path
-
-
 @pytest.mark.parametrize("backend", ["memory", "sqlite"])
 def test_eval_writes_reports_with_every_mode_and_bm25(isolated: Path, backend: str) -> None:
     out = isolated / "report"
