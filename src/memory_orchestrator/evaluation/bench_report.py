@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from memory_orchestrator.evaluation.bench import OPERATIONS
-from memory_orchestrator.evaluation.reports import plot_latency, write_json
+from memory_orchestrator.evaluation.reports import footer_lines, plot_latency, write_json
 
 
 def _ms(value: float) -> str:
@@ -50,12 +49,7 @@ def bench_markdown(document: Mapping[str, Any], plots: list[Path]) -> str:
         "",
     ]
     lines += [f"![{path.stem}]({path.name})" for path in plots]
-    lines += ["", "## Versions and configuration", "", "```json"]
-    lines += [
-        json.dumps({"versions": meta["versions"], "config": config}, indent=2, sort_keys=True),
-        "```",
-        "",
-    ]
+    lines += footer_lines(meta, config)
     return "\n".join(lines)
 
 

@@ -137,13 +137,14 @@ def eval_markdown(summary: Mapping[str, Any], plots: Sequence[Path]) -> str:
     lines += ["## Latency per query", "", *latency_table(summary["latency_ms"]), ""]
     lines += _ingest_lines(summary)
     lines += [f"![{path.stem}]({path.name})" for path in plots]
-    lines += ["", "## Versions and configuration", "", "```json"]
-    lines += [
-        json.dumps({"versions": meta["versions"], "config": config}, indent=2, sort_keys=True),
-        "```",
-        "",
-    ]
+    lines += footer_lines(meta, config)
     return "\n".join(lines)
+
+
+def footer_lines(meta: Mapping[str, Any], config: Any) -> list[str]:
+    """The closing section of a report: versions and configuration as JSON, so a run can be reproduced."""
+    payload = json.dumps({"versions": meta["versions"], "config": config}, indent=2, sort_keys=True)
+    return ["", "## Versions and configuration", "", "```json", payload, "```", ""]
 
 
 def _title_lines(summary: Mapping[str, Any], modes: Sequence[str], ks: Sequence[int]) -> list[str]:
