@@ -19,6 +19,7 @@ BACKENDS = [
     pytest.param("memory", id="memory"),
     pytest.param("sqlite", id="sqlite"),
     pytest.param("neo4j", id="neo4j", marks=pytest.mark.integration),
+    pytest.param("mnemon", id="mnemon", marks=pytest.mark.integration),
 ]
 
 BackendMaker = Callable[[], MemoryBackend]
@@ -45,6 +46,13 @@ def make_backend(request: pytest.FixtureRequest, tmp_path: Path) -> BackendMaker
 
         options = {"path": str(tmp_path / "memories.db"), "store": store}
         return lambda: create_sqlite(options)
+    if kind == "mnemon":
+        from memory_orchestrator.adapters.mnemon import create_backend as create_mnemon
+        from services.mnemon.fixture import mnemon_options
+
+        env = request.getfixturevalue("mnemon_env")
+        options = mnemon_options(env, store)
+        return lambda: create_mnemon(options)
     service = request.getfixturevalue("neo4j_service")
     from memory_orchestrator.adapters.neo4j import create_backend as create_neo4j
 

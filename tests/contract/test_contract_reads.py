@@ -177,7 +177,8 @@ async def test_recall_puts_the_relevant_memory_first(backend: MemoryBackend) -> 
         )
     hits = await backend.recall(RecallQuery("what is the redis eviction policy?", limit=3, now=at(days=100)))
     assert hits[0].record.id == ids["redis"]
-    assert len(hits) == 3
+    # At most ``limit``: a backend may pad with recent memories (SQLite) or drop padding (Mnemon).
+    assert 1 <= len(hits) <= 3
     assert hits == sorted(hits, key=lambda hit: -hit.score)
 
 

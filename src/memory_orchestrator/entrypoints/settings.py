@@ -205,8 +205,9 @@ class Settings(BaseSettings):
             options["password"] = self.backend.neo4j.password.get_secret_value()
             return options
         if name == "mnemon":
-            options = self.backend.mnemon.model_dump()
-            options["data_dir"] = str(self.backend.mnemon.data_dir or self.data_dir / "mnemon")
+            options = self.backend.mnemon.model_dump(exclude_none=True)
+            if self.backend.mnemon.data_dir is not None:
+                options["data_dir"] = str(self.backend.mnemon.data_dir)
             return options
         if name == "memory":
             return dict(self.backend.memory)

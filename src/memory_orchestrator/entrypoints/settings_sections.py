@@ -64,11 +64,20 @@ class Neo4jSection(Section):
 
 
 class MnemonSection(Section):
-    """Options of the Mnemon backend (binary on PATH by default)."""
+    """Options of the Mnemon backend (``$MNEMON_BIN``, else the binary on PATH, else the Go bin folder)."""
 
     binary: str = "mnemon"
+    #: Mnemon's base folder; unset means Mnemon's own default ($MNEMON_DATA_DIR, else ~/.mnemon).
     data_dir: Path | None = None
     store: StoreName = "default"
+    #: Let Mnemon's own write-time dedup replace older memories (off: our write path deduplicates).
+    diff: bool = False
+    #: Create the store when it does not exist; unset creates only the store named "default".
+    create: bool | None = None
+    timeout_s: float = Field(default=10.0, gt=0, le=300)
+    lock_timeout_s: float = Field(default=30.0, gt=0, le=600)
+    #: Extra environment for the binary, e.g. {MNEMON_EMBED_ENDPOINT = "http://127.0.0.1:11434"}.
+    environment: dict[str, str] = Field(default_factory=dict)
 
 
 class BackendSection(Section):

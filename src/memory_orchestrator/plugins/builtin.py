@@ -58,4 +58,5 @@ class BuiltinScorersPlugin:
 memory_plugin = AdapterPlugin("memory")
 sqlite_plugin = AdapterPlugin("sqlite")
 neo4j_plugin = AdapterPlugin("neo4j")
+mnemon_plugin = AdapterPlugin("mnemon")
 scorers_plugin = BuiltinScorersPlugin()
