@@ -60,7 +60,7 @@ def test_identical_content_is_skipped_with_the_existing_id() -> None:
         (("remember", "x", "--created-at", "yesterday-ish"), 2, "--created-at: not an ISO 8601 timestamp"),
         (("recall", "x", "--since", "2026-05-01", "--until", "2026-04-01"), 2, "--since must be earlier"),
         (("forget", "mem-does-not-exist"), 3, "mem-does-not-exist"),
-        (("--backend", "mnemon", "recall", "x"), 6, "backend 'mnemon' is not registered"),
+        (("--backend", "couchdb", "recall", "x"), 6, "backend 'couchdb' is not registered"),
         (("--config", "missing.toml", "recall", "x"), 2, "configuration file not found"),
         (("--store", "../escape", "recall", "x"), 2, "--store"),
     ],

@@ -96,9 +96,9 @@ def test_import_locomo_writes_one_store_per_conversation(isolated: Path) -> None
 
 
 def test_unavailable_backend_and_bad_options_fail_with_one_line(isolated: Path) -> None:
-    code, _, stderr = _invoke("eval", "--dataset", str(TINY), "--backend", "mnemon", "--no-progress")
+    code, _, stderr = _invoke("eval", "--dataset", str(TINY), "--backend", "couchdb", "--no-progress")
     assert code == 2
-    assert "backend 'mnemon' is not available" in stderr and "Mnemon binary" in stderr
+    assert "backend 'couchdb' is not available" in stderr and "no installed plugin" in stderr
 
     code, _, stderr = _invoke("eval", "--dataset", str(TINY), "--k", "5,ten", "--no-progress")
     assert code == 2 and "--k" in stderr

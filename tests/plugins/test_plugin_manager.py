@@ -74,8 +74,8 @@ def test_registered_factory_builds_an_unopened_backend() -> None:
 
 
 def test_unknown_backend_lists_the_available_ones() -> None:
-    with pytest.raises(PluginError, match=r"backend 'mnemon' is not registered .*available: .*memory"):
-        load_plugins().create_backend("mnemon", {})
+    with pytest.raises(PluginError, match=r"backend 'couchdb' is not registered .*available: .*memory"):
+        load_plugins().create_backend("couchdb", {})
 
 
 def test_duplicate_backend_name_names_both_plugins() -> None:

@@ -42,11 +42,6 @@ app = typer.Typer(
 )
 console = Console(stderr=True)
 
-_UNAVAILABLE = {
-    "mnemon": "the Mnemon binary cannot be installed on this machine (no linux build reachable), so no "
-    "plugin registers it",
-}
-
 
 def parse_ints(text: str, option: str) -> tuple[int, ...]:
     """``"5,10,25"`` -> ``(5, 10, 25)``; anything else is an InvalidRequest naming the option."""
@@ -77,8 +72,9 @@ def check_backend(plugins: PluginManager, name: str) -> None:
     if name in plugins.backends:
         return
     available = ", ".join(sorted(plugins.backends)) or "none"
-    reason = _UNAVAILABLE.get(name, "no installed plugin registers it")
-    raise InvalidRequest(f"backend {name!r} is not available: {reason} (available: {available})")
+    raise InvalidRequest(
+        f"backend {name!r} is not available: no installed plugin registers it (available: {available})"
+    )
 
 
 def _store_name(*parts: str) -> str:
@@ -93,6 +89,10 @@ def backend_maker(settings: Settings, plugins: PluginManager, name: str, workdir
         options: dict[str, Any] = settings.backend_options(name)
         if name == "sqlite":
             options["path"] = str(workdir / f"{_store_name(store)}.db")
+        elif name == "mnemon":
+            # a throw-away Mnemon data folder: evaluation never touches the user's own stores
+            options.update(data_dir=str(workdir / "mnemon"), create=True)
+            options["store"] = _store_name("eval", run_id, store).replace(".", "-")
         elif name != "memory":
             options["store"] = _store_name("eval", run_id, store)
         return plugins.create_backend(name, options)
