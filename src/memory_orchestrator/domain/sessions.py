@@ -31,6 +31,7 @@ from memory_orchestrator.ports import (
     MemoryRecord,
     NewMemory,
     TimeRange,
+    TimestampOutOfRange,
     WriteAction,
     ensure_utc,
     format_timestamp,
@@ -106,13 +107,18 @@ def parse_since(text: str, now: datetime, *, last_session: datetime | None = Non
 def _read_moment(raw: str, phrase: str, now: datetime) -> datetime | None:
     try:
         return parse_timestamp(raw)
+    except TimestampOutOfRange:
+        raise
     except ValueError:
         pass
     duration = _DURATION.match(phrase)
     if duration:
         count_text = duration.group("count") or "1"
         count = int(count_text) if count_text.isdigit() else _WORDS[count_text]
-        return now - count * _UNITS[duration.group("unit")]
+        try:
+            return ensure_utc(now - count * _UNITS[duration.group("unit")])
+        except OverflowError as exc:
+            raise TimestampOutOfRange(f"{raw!r} is out of range (it reaches back before year 1)") from exc
     window = infer_time_window(phrase, now).window
     return window.start if window is not None else None
 

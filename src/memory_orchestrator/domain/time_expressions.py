@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from memory_orchestrator.ports import TimeRange, ensure_utc
+from memory_orchestrator.ports.clock import EARLIEST, LATEST
 
 _MONTHS = {
     "january": 1,
@@ -97,7 +98,16 @@ def infer_time_window(text: str, now: datetime) -> TimeReading:
         phrases.append(text[match.start() : end].strip())
     _read_relative(text, now, windows, phrases, taken)
     _read_plain_dates(text, now, windows, phrases, taken)
-    return TimeReading(_intersect(windows), tuple(phrases))
+    return TimeReading(_clamped(_intersect(windows)), tuple(phrases))
+
+
+def _clamped(window: TimeRange | None) -> TimeRange | None:
+    """A side beyond the supported range is left open ("before year 1" restricts nothing)."""
+    if window is None:
+        return None
+    start = window.start if window.start is not None and EARLIEST <= window.start <= LATEST else None
+    end = window.end if window.end is not None and EARLIEST <= window.end <= LATEST else None
+    return TimeRange(start, end) if start is not None or end is not None else None
 
 
 def _read_relative(
@@ -180,8 +190,8 @@ def _decode(match: re.Match[str], now: datetime) -> TimeRange | None:
             return _month_window(year, month)
         if year is not None:
             return TimeRange(datetime(year, 1, 1, tzinfo=UTC), datetime(year + 1, 1, 1, tzinfo=UTC))
-    except ValueError:
-        return None  # e.g. February 30: not a date, so no window
+    except (ValueError, OverflowError):
+        return None  # e.g. February 30, or year 10000: not a date, so no window
     return None
 
 
@@ -202,6 +212,14 @@ def _quarter_window(quarter: int, year: int | None, now: datetime) -> TimeRange:
 
 
 def _relative_window(match: re.Match[str], now: datetime) -> TimeRange | None:
+    try:
+        return _relative_window_of(match, now)
+    except (ValueError, OverflowError):
+        # "the last 3000 years" reaches before year 1: the phrase restricts nothing
+        return None
+
+
+def _relative_window_of(match: re.Match[str], now: datetime) -> TimeRange | None:
     phrase = match.group("phrase").lower()
     today = _day_start(now)
     if phrase == "today":

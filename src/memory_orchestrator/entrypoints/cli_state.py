@@ -23,6 +23,7 @@ from memory_orchestrator.ports import (
     OrchestratorError,
     PluginError,
     TimeRange,
+    TimestampOutOfRange,
     parse_timestamp,
 )
 
@@ -123,6 +124,8 @@ def parse_time_option(value: str | None, option: str) -> datetime | None:
         return None
     try:
         return parse_timestamp(value)
+    except TimestampOutOfRange as exc:
+        raise InvalidRequest(f"{option}: {exc}") from exc
     except ValueError as exc:
         raise InvalidRequest(f"{option}: not an ISO 8601 timestamp: {value!r}") from exc
 

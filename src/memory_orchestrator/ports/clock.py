@@ -5,6 +5,17 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Protocol
 
+from memory_orchestrator.ports.errors import InvalidRequest
+
+#: The moments every computation handles: a year of margin inside ``datetime``'s range at both ends, so
+#: that windows, offsets and time zones around them never overflow.
+EARLIEST = datetime(2, 1, 1, tzinfo=UTC)
+LATEST = datetime(9998, 12, 31, tzinfo=UTC)
+
+
+class TimestampOutOfRange(InvalidRequest, ValueError):
+    """A moment outside ``EARLIEST`` .. ``LATEST`` (also a ``ValueError``, for parsers and validators)."""
+
 
 class Clock(Protocol):
     """Source of the current time (timezone-aware, UTC)."""
@@ -38,10 +49,19 @@ class FixedClock:
 
 
 def ensure_utc(moment: datetime) -> datetime:
-    """Return ``moment`` as an aware UTC datetime; naive values are taken to be UTC."""
-    if moment.tzinfo is None:
-        return moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
+    """Return ``moment`` as an aware UTC datetime; naive values are taken to be UTC.
+
+    ``TimestampOutOfRange`` for a moment outside ``EARLIEST`` .. ``LATEST``.
+    """
+    try:
+        utc = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    except OverflowError as exc:
+        raise TimestampOutOfRange(f"timestamp {moment.isoformat()} is out of range") from exc
+    if not EARLIEST <= utc <= LATEST:
+        raise TimestampOutOfRange(
+            f"timestamp {moment.isoformat()} is out of range (supported: years 0002 to 9998)"
+        )
+    return utc
 
 
 def parse_timestamp(text: str) -> datetime:
