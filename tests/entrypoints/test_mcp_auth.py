@@ -132,3 +132,12 @@ async def test_without_tokens_every_request_is_the_local_caller() -> None:
     async with _client(TokenRegistry([])) as client:
         response = await client.post("/mcp", json=_call("memory_write"))
     assert response.json()["caller"] == "local"
+
+
+@pytest.mark.anyio
+async def test_anonymous_body_nested_past_the_parsers_stack_is_401_not_500() -> None:
+    deep = b"[" * 1500 + b"]" * 1500
+    async with _client(TokenRegistry([READER])) as client:
+        response = await client.post("/mcp", content=deep, headers={"content-type": "application/json"})
+    assert response.status_code == 401
+    assert response.json()["error"] == "invalid_request"

@@ -213,7 +213,8 @@ def _anonymous_allowed(body: bytes) -> bool:
     """True when every JSON-RPC message in ``body`` is a handshake or an anonymous tool call."""
     try:
         payload = json.loads(body or b"null")
-    except ValueError:
+    except (ValueError, RecursionError):
+        # RecursionError: JSON nested deeper than the parser's stack; refused like any unreadable body
         return False
     messages = payload if isinstance(payload, list) else [payload]
     if not messages:
