@@ -207,3 +207,15 @@ def test_import_of_a_folder_of_stores_fills_one_store_each(tmp_path: Path) -> No
 
     assert contents("conv-a") == ["Alice adopted a cat named Miso"]
     assert contents("conv-b") == ["Bob sold his sailboat"]
+
+
+def test_escape_sequences_stored_in_a_memory_never_reach_the_terminal_raw(isolated: object) -> None:
+    hostile = "release notes \x1b[2J\x1b]0;pwned\x07 end"
+    assert runner.invoke(app, ["remember", hostile]).exit_code == 0
+    shown = runner.invoke(app, ["recall", "release notes"])
+    missing = runner.invoke(app, ["get", "mem-\x1b[2Jnope"])
+    assert shown.exit_code == 0 and "pwned" in shown.output
+    assert "\x1b" not in shown.output and "\x07" not in shown.output
+    assert "\x1b" not in missing.output
+    as_json = runner.invoke(app, ["recall", "release notes", "--json"])
+    assert json.loads(as_json.output)["hits"][0]["memory"]["content"] == hostile  # scripts still get the exact text

@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from memory_orchestrator.entrypoints.bootstrap import build_plugins, build_scorers
+from memory_orchestrator.entrypoints.cli_output import SafeConsole
 from memory_orchestrator.entrypoints.cli_state import guarded, print_json, run, settings_of, state_of
 from memory_orchestrator.entrypoints.settings import Settings
 from memory_orchestrator.evaluation.bench import BenchConfig, run_bench
@@ -40,7 +40,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-console = Console(stderr=True)
+console = SafeConsole(stderr=True)
 
 
 def parse_ints(text: str, option: str) -> tuple[int, ...]:
@@ -176,7 +176,7 @@ def evaluate(
     if as_json:
         print_json(summary)
         return
-    Console().print(_headline_table(summary, ks))
+    SafeConsole().print(_headline_table(summary, ks))
     console.print(f"report: {summary['files']['markdown']}")
 
 
@@ -269,7 +269,7 @@ def bench(
     if as_json:
         print_json(document)
         return
-    Console().print(_bench_table(document, name))
+    SafeConsole().print(_bench_table(document, name))
     console.print(f"report: {document['files']['markdown']}")
 
 

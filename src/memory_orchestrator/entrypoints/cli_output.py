@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -21,9 +23,33 @@ from memory_orchestrator.ports import (
     format_timestamp,
 )
 
+#: C0 controls but newline and tab, DEL and C1 controls: never printed from data.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """``text`` with control characters (escape sequences included) shown as U+FFFD."""
+    return _CONTROL.sub("\ufffd", text)
+
+
+class SafeConsole(Console):
+    """A console that shows control characters coming from data as U+FFFD.
+
+    A memory may hold anything, escape sequences included; printed raw they would clear the screen, set
+    the window title or worse. Rich's own styling (control segments and styles) is untouched.
+    """
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        cleaned = (
+            segment if segment.control else Segment(printable(segment.text), segment.style)
+            for segment in buffer
+        )
+        return super()._render_buffer(cleaned)
+
+
 #: Piped output is not squeezed to 80 columns (rich's default off a terminal); $COLUMNS still wins.
 _WIDTH = None if sys.stdout.isatty() or "COLUMNS" in os.environ else 160
-console = Console(highlight=False, soft_wrap=False, width=_WIDTH)
+console = SafeConsole(highlight=False, soft_wrap=False, width=_WIDTH)
 
 
 def shorten(text: str, width: int = 90) -> str:

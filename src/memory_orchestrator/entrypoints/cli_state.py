@@ -13,6 +13,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
+from memory_orchestrator.entrypoints.cli_output import printable
 from memory_orchestrator.entrypoints.settings import Settings, load_settings
 from memory_orchestrator.ports import (
     AccessDenied,
@@ -91,7 +92,7 @@ def exit_code_for(exc: OrchestratorError) -> int:
 
 def fail(message: str, code: int = 1) -> typer.Exit:
     """Print a one-line error on stderr and return the Exit to raise."""
-    sys.stderr.write(f"error: {' '.join(message.split())}\n")
+    sys.stderr.write(f"error: {printable(' '.join(message.split()))}\n")
     return typer.Exit(code)
 
 
