@@ -218,4 +218,16 @@ def test_escape_sequences_stored_in_a_memory_never_reach_the_terminal_raw(isolat
     assert "\x1b" not in shown.output and "\x07" not in shown.output
     assert "\x1b" not in missing.output
     as_json = runner.invoke(app, ["recall", "release notes", "--json"])
-    assert json.loads(as_json.output)["hits"][0]["memory"]["content"] == hostile  # scripts still get the exact text
+    # scripts still get the exact text
+    assert json.loads(as_json.output)["hits"][0]["memory"]["content"] == hostile
+
+
+def test_an_empty_data_dir_variable_is_an_error_and_creates_nothing(
+    isolated: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ORCHESTRATOR_DATA_DIR", "")
+    before = sorted(isolated.iterdir())
+    result = runner.invoke(app, ["remember", "a note"])
+    assert result.exit_code == 2
+    assert "data_dir" in result.output and "empty" in result.output
+    assert sorted(isolated.iterdir()) == before

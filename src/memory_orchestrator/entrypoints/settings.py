@@ -179,6 +179,14 @@ class Settings(BaseSettings):
     #: The file the settings were read from (None when there was none); set by :func:`load_settings`.
     config_file: Path | None = None
 
+    @field_validator("data_dir", mode="before")
+    @classmethod
+    def _data_dir_named(cls, value: Any) -> Any:
+        # An empty value (ORCHESTRATOR_DATA_DIR=) would be Path("") = the working directory.
+        if isinstance(value, str) and not value.strip():
+            raise ValueError("must name a folder (it is empty)")
+        return value
+
     @classmethod
     def settings_customise_sources(
         cls,
