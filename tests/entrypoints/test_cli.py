@@ -231,3 +231,12 @@ def test_an_empty_data_dir_variable_is_an_error_and_creates_nothing(
     assert result.exit_code == 2
     assert "data_dir" in result.output and "empty" in result.output
     assert sorted(isolated.iterdir()) == before
+
+
+def test_write_caused_by_links_the_cause_to_the_new_memory_or_names_the_unknown_id(isolated: Path) -> None:
+    cause = invoke_json("write", "the rack fan failed overnight")["id"]
+    effect = invoke_json("write", "the server shut down because the rack fan failed", "--caused-by", cause)
+    [link] = effect["links_created"]
+    assert (link["source"], link["target"], link["type"]) == (cause, effect["id"], "causal")
+    result = runner.invoke(app, ["write", "another effect of heat", "--caused-by", "mem-nope"])
+    assert result.exit_code == 2 and "unknown memory id" in result.output and "mem-nope" in result.output

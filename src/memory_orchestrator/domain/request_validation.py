@@ -59,8 +59,10 @@ def check_write(request: WriteRequest) -> None:
     """Validate a write request (the memory, its links and the ids it supersedes)."""
     validate_new_memory(request.memory)
     for edge in request.links:
-        if not isinstance(edge.target, str) or not edge.target:
-            raise InvalidRequest("every link needs a target memory id")
+        if not isinstance(edge.target, str) or not isinstance(edge.source, str):
+            raise InvalidRequest("link ends must be memory ids")
+        if not edge.target and not edge.source:
+            raise InvalidRequest("every link needs a memory id at one end (the other is the new memory)")
         if not isinstance(edge.type, EdgeType):
             raise InvalidRequest(
                 f"link type {edge.type!r} is not one of {', '.join(e.value for e in EdgeType)}"

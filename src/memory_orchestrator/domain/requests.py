@@ -153,8 +153,9 @@ class ExpandRequest:
 class WriteRequest:
     """Store a memory through the write path (dedup, contradiction check, links).
 
-    An edge in ``links`` whose ``source`` is ``""`` starts at the new memory. ``supersedes`` lists
-    memories the new one replaces; ``replace=True`` turns a near duplicate into an update.
+    An edge in ``links`` whose ``source`` (or ``target``) is ``""`` starts (or ends) at the new memory.
+    ``supersedes`` lists memories the new one replaces; ``replace=True`` turns a near duplicate into an
+    update.
     """
 
     memory: NewMemory

@@ -106,8 +106,8 @@ async def run_write(
 
 
 async def _check_targets(backend: MemoryBackend, request: WriteRequest) -> None:
-    wanted = list(dict.fromkeys([*request.supersedes, *(edge.target for edge in request.links)]))
-    wanted += [edge.source for edge in request.links if edge.source]
+    ends = [memory_id for edge in request.links for memory_id in (edge.target, edge.source) if memory_id]
+    wanted = list(dict.fromkeys([*request.supersedes, *ends]))
     if not wanted:
         return
     found = {record.id for record in await backend.get(wanted)}
@@ -136,7 +136,9 @@ async def _link_all(
     backend: MemoryBackend, new_id: str, superseded: list[str], request: WriteRequest, trace: Trace
 ) -> list[Edge]:
     edges = [Edge(new_id, old_id, EdgeType.SUPERSEDES, 1.0) for old_id in superseded]
-    edges += [replace(edge, source=edge.source or new_id) for edge in request.links]
+    edges += [
+        replace(edge, source=edge.source or new_id, target=edge.target or new_id) for edge in request.links
+    ]
     created: list[Edge] = []
     for edge in edges:
         try:
