@@ -240,3 +240,24 @@ def test_write_caused_by_links_the_cause_to_the_new_memory_or_names_the_unknown_
     assert (link["source"], link["target"], link["type"]) == (cause, effect["id"], "causal")
     result = runner.invoke(app, ["write", "another effect of heat", "--caused-by", "mem-nope"])
     assert result.exit_code == 2 and "unknown memory id" in result.output and "mem-nope" in result.output
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        (
+            "ORCHESTRATOR_PIPELINE__CHANNEL_WEIGHTS",
+            "{bad",
+            "ORCHESTRATOR_PIPELINE__CHANNEL_WEIGHTS is not valid JSON",
+        ),
+        ("ORCHESTRATOR_BOGUS", "1", "unknown setting in environment variable ORCHESTRATOR_BOGUS"),
+        ("ORCHESTRATOR_PIPELINE__BOGUS", "1", "pipeline.bogus"),
+    ],
+)
+def test_environment_mistakes_are_errors_naming_the_variable(
+    isolated: Path, monkeypatch: pytest.MonkeyPatch, variable: str, value: str, message: str
+) -> None:
+    monkeypatch.setenv(variable, value)
+    result = runner.invoke(app, ["recall", "x"])
+    assert result.exit_code == 2
+    assert message in result.output and len(result.output.strip().splitlines()) == 1

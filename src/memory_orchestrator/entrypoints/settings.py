@@ -8,6 +8,7 @@ Where the file comes from, first match wins: ``--config PATH``, ``$ORCHESTRATOR_
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 from contextvars import ContextVar
 from pathlib import Path
@@ -283,18 +284,55 @@ def find_config_file(explicit: Path | str | None = None) -> Path | None:
 def load_settings(config: Path | str | None = None, **overrides: Any) -> Settings:
     """Read and validate the configuration; every problem becomes one ``InvalidRequest``."""
     path = find_config_file(config)
+    _check_environment()
     token = _config_file.set(path)
     try:
         settings = Settings(**overrides)
     except ValidationError as exc:
         raise InvalidRequest(_describe(exc, path)) from exc
     except (OSError, ValueError) as exc:
+        bad = _unreadable_variables()
+        if bad:
+            raise InvalidRequest(f"environment variable {', '.join(bad)} is not valid JSON") from exc
         # A malformed TOML file surfaces as TOMLDecodeError (a ValueError) while reading sources.
         raise InvalidRequest(f"cannot read configuration {path}: {exc}") from exc
     finally:
         _config_file.reset(token)
     settings.config_file = path
     return settings
+
+
+def _our_variables() -> dict[str, str]:
+    return {
+        name: value
+        for name, value in os.environ.items()
+        if name.upper().startswith(ENV_PREFIX) and name.upper() != CONFIG_ENV
+    }
+
+
+def _check_environment() -> None:
+    """An ``ORCHESTRATOR_*`` variable naming no setting is an error, like an unknown nested key."""
+    known = {name.upper() for name in Settings.model_fields if name != "config_file"}
+    unknown = [
+        name for name in _our_variables() if name[len(ENV_PREFIX) :].split("__")[0].upper() not in known
+    ]
+    if unknown:
+        raise InvalidRequest(
+            f"unknown setting in environment variable {', '.join(sorted(unknown))} "
+            f"(settings: {', '.join(sorted(name.lower() for name in known))})"
+        )
+
+
+def _unreadable_variables() -> list[str]:
+    """Variables holding a JSON object or list that does not parse."""
+    bad = []
+    for name, value in sorted(_our_variables().items()):
+        if value.lstrip().startswith(("{", "[")):
+            try:
+                json.loads(value)
+            except ValueError:
+                bad.append(name)
+    return bad
 
 
 def _describe(exc: ValidationError, path: Path | None) -> str:
