@@ -261,3 +261,29 @@ def test_environment_mistakes_are_errors_naming_the_variable(
     result = runner.invoke(app, ["recall", "x"])
     assert result.exit_code == 2
     assert message in result.output and len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["recall"], "Missing argument 'query'"),
+        (["search", "--bogus"], "No such option: --bogus"),
+        (["recall", "x", "--limit", "0"], "Invalid value for '--limit'"),
+        (["no-such-command"], "No such command"),
+    ],
+)
+def test_usage_errors_of_the_console_script_are_one_line_with_exit_2(
+    isolated: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    message: str,
+) -> None:
+    monkeypatch.setattr(sys, "argv", ["orchestrator", *argv])
+    with pytest.raises(SystemExit) as ended:
+        cli.main()
+    captured = capsys.readouterr()
+    assert ended.value.code == 2
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
+    assert "--help" in lines[0] and captured.out == ""

@@ -7,10 +7,14 @@ when present, so the CLI works while they are being written.
 from __future__ import annotations
 
 import importlib
+import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+# Typer 0.29 carries its own copy of click; its exceptions are not re-exported publicly.
+from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 
 from memory_orchestrator import __version__
 from memory_orchestrator.entrypoints import cli_admin, cli_demo, cli_pipeline, cli_store
@@ -78,8 +82,22 @@ _mount_optional("cli_serve", "serve", "serve", group=False)
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: a usage mistake is one line on stderr and exit code 2."""
+    try:
+        code = app(standalone_mode=False)
+    except NoArgsIsHelpError:
+        code = 2  # a group called without a command: its help is already printed
+    except UsageError as exc:
+        command = exc.ctx.command_path if exc.ctx else "orchestrator"
+        sys.stderr.write(f"error: {' '.join(exc.format_message().split())} (see `{command} --help`)\n")
+        code = exc.exit_code
+    except typer.Abort:
+        sys.stderr.write("aborted\n")
+        code = 1
+    except ClickException as exc:
+        sys.stderr.write(f"error: {' '.join(exc.format_message().split())}\n")
+        code = exc.exit_code
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":
