@@ -241,8 +241,14 @@ async def test_http_health_needs_no_token(http_server: str) -> None:
         health = await ok(client, "memory_health", {})
         with pytest.raises(MCPError):  # the HTTP layer answers 401 before any tool runs
             await client.call_tool("memory_search", {"query": "x"})
+    async with http_session(http_server, "r-secret") as client:
+        detailed = await ok(client, "memory_health", {})
     assert health["status"] in {"ok", "degraded"}
     assert health["memory_count"] is None
+    # Statuses only without a token: no paths, versions or driver text (a token sees them).
+    assert health["version"] == "" and all(check["detail"] == "" for check in health["checks"])
+    assert [check["name"] for check in health["checks"]] == [check["name"] for check in detailed["checks"]]
+    assert any(check["detail"] for check in detailed["checks"]) and detailed["version"]
 
 
 def test_http_refuses_to_start_beyond_loopback_without_tokens(tmp_path: Path) -> None:

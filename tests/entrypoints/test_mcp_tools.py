@@ -380,3 +380,17 @@ async def test_raised_trace_verbosity_logs_the_query(caplog: pytest.LogCaptureFi
     async with Client(server) as client:
         await ok(client, "memory_search", {"query": "verbose question"})
     assert json.loads(caplog.records[-1].getMessage())["query"] == "verbose question"
+
+
+@pytest.mark.anyio
+async def test_a_call_failing_validation_is_logged_with_the_store_it_named(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level(logging.INFO, logger="memory_orchestrator.mcp")
+    async with connected() as (client, _):
+        caplog.clear()
+        await refused(client, "memory_search", {"query": "x", "top_k": -3, "store": "ops"})
+    [line] = [
+        json.loads(record.getMessage()) for record in caplog.records if "tool_call" in record.getMessage()
+    ]
+    assert (line["tool"], line["store"], line["status"]) == ("memory_search", "ops", "InvalidRequest")

@@ -113,14 +113,15 @@ def _make_tool(spec: ToolSpec) -> Tool:
     async def run(arguments: dict[str, Any], ctx: Context) -> BaseModel:
         state = cast(ServerState, ctx.request_context.lifespan_context)
         started = time.perf_counter()
-        call = ToolCall(spec.name, LOCAL_CALLER, state.options.default_store, state)
+        call = ToolCall(spec.name, LOCAL_CALLER, _named_store(arguments, state.options), state)
         status = "ok"
         try:
+            # The caller first, so that the audit line of a call failing validation names who made it.
+            call.caller = _resolve_caller(ctx, state.options)
             try:
                 payload = validate_input(spec.input_model, arguments)
             except ValueError as exc:
                 raise InvalidRequest(str(exc).removeprefix("invalid arguments: ")) from None
-            call.caller = _resolve_caller(ctx, state.options)
             call.store = _choose_store(getattr(payload, "store", None), call.caller, state.options)
             if not (spec.anonymous and call.caller.anonymous):
                 call.caller.check(spec.name, call.store)
@@ -149,6 +150,12 @@ def _make_tool(spec: ToolSpec) -> Tool:
             open_world_hint=False,
         ),
     )
+
+
+def _named_store(arguments: dict[str, Any], options: ServerOptions) -> str:
+    """The store a call names, for its audit line even when validation fails (bounded, never trusted)."""
+    store = arguments.get("store") if isinstance(arguments, dict) else None
+    return store[:64] if isinstance(store, str) and store else options.default_store
 
 
 def _log_call(call: ToolCall, status: str, seconds: float) -> None:

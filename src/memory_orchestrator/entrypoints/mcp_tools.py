@@ -135,14 +135,21 @@ async def health(inp: s.HealthInput, call: ToolCall) -> o.HealthOutput:
         if capabilities.vector_search
         else "not available: keyword, recall and graph only",
     )
-    checks = [_check(check) for check in (reachable, *report.checks, vector)]
+    anonymous = call.caller.anonymous
+    checks = [_check(check, detailed=not anonymous) for check in (reachable, *report.checks, vector)]
     call.log["status_reported"] = report.status
+    if report.status != "ok":
+        # Anonymous callers see statuses only; the operator finds the details here.
+        details = "; ".join(
+            f"{check.name}={check.status}: {_one_line(check.detail)}" for check in report.checks
+        )
+        LOG.warning("health of store %s is %s: %s", call.store, report.status, details)
     return o.HealthOutput(
         store=call.store,
         status=_status(report.status),
         backend=report.backend,
-        version=report.version,
-        memory_count=None if call.caller.anonymous else report.memory_count,
+        version="" if anonymous else report.version,
+        memory_count=None if anonymous else report.memory_count,
         checks=checks,
     )
 
@@ -155,11 +162,16 @@ def _status(status: str) -> Any:
     return status if status in {"ok", "degraded", "error"} else "degraded"
 
 
-def _check(check: HealthCheck) -> o.CheckOutput:
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _check(check: HealthCheck, *, detailed: bool) -> o.CheckOutput:
+    """A check as shown to the caller: without its detail (paths, hosts, driver text) for anonymous ones."""
     return o.CheckOutput(
         name=check.name,
         status=_status(check.status),
-        detail=check.detail,
+        detail=_one_line(check.detail) if detailed else "",
         duration_ms=round(check.duration_ms, 2),
     )
 
