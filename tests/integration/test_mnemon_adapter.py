@@ -203,3 +203,13 @@ async def test_mnemon_errors_are_translated_with_one_line_messages(mnemon_env: d
         assert "\n" not in str(missing.value) and "Usage" not in str(missing.value)
         with pytest.raises(InvalidRequest):
             await transport.call(["recall", "--limit", "0", "--", "x"])
+
+
+async def test_mnemon_keyword_channel_stems_where_mnemons_own_search_does_not(
+    mnemon_env: dict[str, str],
+) -> None:
+    async with _backend(mnemon_env) as ours, _backend(mnemon_env, search="mnemon") as native:
+        written = await ours.remember(NewMemory("Three invoices arrived from the hosting vendor"))
+        assert [hit.record.id for hit in await ours.search("invoice")] == [written.id]
+        assert await native.search("invoice") == []
+        assert [hit.record.id for hit in await native.search("invoices vendor")] == [written.id]

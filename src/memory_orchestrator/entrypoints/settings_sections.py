@@ -76,6 +76,8 @@ class MnemonSection(Section):
     create: bool | None = None
     timeout_s: float = Field(default=10.0, gt=0, le=300)
     lock_timeout_s: float = Field(default=30.0, gt=0, le=600)
+    #: Keyword channel: "index" (stemmed BM25 over the store, in process) or "mnemon" (its `search`).
+    search: Literal["index", "mnemon"] = "index"
     #: Extra environment for the binary, e.g. {MNEMON_EMBED_ENDPOINT = "http://127.0.0.1:11434"}.
     environment: dict[str, str] = Field(default_factory=dict)
 

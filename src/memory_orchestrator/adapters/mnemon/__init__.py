@@ -4,7 +4,8 @@ Options: ``binary`` (name or path; ``$MNEMON_BIN`` wins), ``data_dir`` (Mnemon's
 ``store``, ``diff`` (let Mnemon's own dedup rewrite older memories; off by default because our write
 path deduplicates), ``create`` (create the store if missing; otherwise a missing store is an error),
 ``timeout_s`` (every CLI call), ``lock_timeout_s`` (waiting for another writer), ``environment``
-(extra variables for the binary, e.g. ``MNEMON_EMBED_ENDPOINT``).
+(extra variables for the binary, e.g. ``MNEMON_EMBED_ENDPOINT``), ``search`` (``index``: our stemmed
+BM25 over the store, the default; ``mnemon``: Mnemon's own ``search`` command, for comparison).
 """
 
 from __future__ import annotations
@@ -70,4 +71,5 @@ def create_backend(options: Mapping[str, Any]) -> MnemonBackend:
         diff=bool(options.get("diff", False)),
         create=bool(options.get("create", store == DEFAULT_STORE)),
         lock_timeout_s=float(options.get("lock_timeout_s", 30.0)),
+        native_search=str(options.get("search", "index")) == "mnemon",
     )

@@ -85,6 +85,7 @@ class MnemonBackend(AsyncLifecycle):
         diff: bool = False,
         create: bool = False,
         lock_timeout_s: float = 30.0,
+        native_search: bool = False,
     ) -> None:
         self.transport = transport
         self.binary = binary
@@ -93,6 +94,7 @@ class MnemonBackend(AsyncLifecycle):
         self.diff = diff
         self.create = create
         self.lock_timeout_s = lock_timeout_s
+        self.native_search = native_search
         self.db_path = data_dir / "data" / store / "mnemon.db"
         sidecar = data_dir / ".orchestrator"
         self.lock_path = sidecar / f"{store}.lock"
@@ -361,11 +363,20 @@ class MnemonBackend(AsyncLifecycle):
     async def search(
         self, text: str, *, limit: int = 10, filters: Filters = Filters(), now: datetime | None = None
     ) -> list[Hit]:
-        """BM25 with light stemming over the store (in process; Mnemon's ``search`` does not stem)."""
+        """BM25 with light stemming over the store (in process; Mnemon's ``search`` does not stem).
+
+        With ``native_search`` it is Mnemon's own ``search`` (share of query words present), for
+        comparison.
+        """
         validate_limit(limit)
         snap = await self._current()
         admits = self._visible(filters, now)
-        scored = [(score, memory_id) for memory_id, score in snap.index.scores(text).items()]
+        if self.native_search:
+            answer = await self.transport.call(["search", "--limit", str(min(100, limit * 3)), "--", text])
+            scored = [(float(item.get("score", 0.0)), str(item.get("id"))) for item in answer or []]
+            scored = [(score, memory_id) for score, memory_id in scored if memory_id in snap.records]
+        else:
+            scored = [(score, memory_id) for memory_id, score in snap.index.scores(text).items()]
         scored.sort(key=lambda item: (-item[0], item[1]))
         hits = []
         for score, memory_id in scored:
