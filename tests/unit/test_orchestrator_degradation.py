@@ -225,3 +225,31 @@ async def test_a_call_that_ignores_cancellation_cannot_hold_the_answer_past_the_
     assert not backend.finished  # the answer did not wait for the stubborn call
     assert "channel keyword#0 timed out; results without it" in result.warnings
     assert [item.memory_id for item in result.items] == ["mem-000001"]  # from the held-back recall
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("failure", [None, RuntimeError("driver bug")], ids=["backend-error", "any-error"])
+async def test_a_write_whose_link_failed_says_so_and_converges_when_retried(
+    failure: Exception | None,
+) -> None:
+    backend = await store()
+    orch = orchestrator(backend)
+    [cause] = [record for record in await backend.recent(limit=10) if "sensors" in record.content]
+    request = WriteRequest(
+        NewMemory("Atlas launch slipped because the sensors were late", created_at=NOW),
+        links=(Edge(cause.id, "", EdgeType.CAUSAL, 0.9),),
+    )
+    backend.fail_next("link", failure)
+    first = await orch.write(request)
+    assert first.action is WriteAction.ADDED and first.links_created == ()
+    assert any(first.id in warning and "stored but link" in warning for warning in first.warnings)
+    retried = await orch.write(request)
+    assert (retried.action, retried.id) == (WriteAction.SKIPPED, first.id)
+    assert [(edge.source, edge.target, edge.type) for edge in retried.links_created] == [
+        (cause.id, first.id, EdgeType.CAUSAL)
+    ]
+    linked = {
+        item.record.id: item.edge
+        for item in await backend.neighbors([first.id], edge_types=[EdgeType.CAUSAL])
+    }
+    assert (linked[cause.id].source, linked[cause.id].weight) == (cause.id, 0.9)

@@ -72,14 +72,23 @@ async def run_write(
             "write", decision="skipped", duplicate_of=duplicate.record.id, similarity=duplicate.similarity
         )
         others = tuple(p for p in proposals if p.id != duplicate.record.id)
-        return WriteDecision(duplicate.record.id, WriteAction.SKIPPED, duplicate.record.id, others)
+        # A retried write (same content) converges: the links it asks for are made on the stored memory.
+        links = (
+            await _converged_links(backend, duplicate.record.id, request, trace) if duplicate.exact else []
+        )
+        return WriteDecision(
+            duplicate.record.id, WriteAction.SKIPPED, duplicate.record.id, others, tuple(links)
+        )
     if request.replace and duplicate is None:
         trace.warn("replace=True but no near-duplicate memory exists; stored as a new memory")
     contradictions = contradiction_candidates(request.memory, similar, known_entities)
     result = await backend.remember(request.memory)
     if result.action is WriteAction.SKIPPED:
         trace.record("write", decision="skipped by backend", duplicate_of=result.duplicate_of)
-        return WriteDecision(result.id, WriteAction.SKIPPED, result.duplicate_of, result.candidates)
+        links = await _converged_links(backend, result.id, request, trace)
+        return WriteDecision(
+            result.id, WriteAction.SKIPPED, result.duplicate_of, result.candidates, tuple(links)
+        )
     replaced = [duplicate.record.id] if duplicate is not None else []
     superseded_ids = list(dict.fromkeys([*request.supersedes, *replaced]))
     links = await _link_all(backend, result.id, superseded_ids, request, trace)
@@ -132,6 +141,15 @@ async def _similar(
     return [hit.record for hit in hits if not hit.record.superseded_by]
 
 
+async def _converged_links(
+    backend: MemoryBackend, existing: str, request: WriteRequest, trace: Trace
+) -> list[Edge]:
+    """The requested links and supersessions, made (again: linking is idempotent) on the stored memory."""
+    if not request.links and not request.supersedes:
+        return []
+    return await _link_all(backend, existing, list(request.supersedes), request, trace)
+
+
 async def _link_all(
     backend: MemoryBackend, new_id: str, superseded: list[str], request: WriteRequest, trace: Trace
 ) -> list[Edge]:
@@ -143,9 +161,10 @@ async def _link_all(
     for edge in edges:
         try:
             created.append(await backend.link(edge))
-        except BackendError as exc:
+        except Exception as exc:  # the memory is stored: the answer must say so, whatever failed
             trace.warn(
-                f"memory {new_id} stored but link {edge.source}->{edge.target} failed ({type(exc).__name__})"
+                f"memory {new_id} stored but link {edge.source}->{edge.target} failed "
+                f"({type(exc).__name__}); write it again to retry the link"
             )
     return created
 
