@@ -18,7 +18,7 @@ from memory_orchestrator.domain.config import PipelineConfig
 from memory_orchestrator.domain.orchestrator import Orchestrator
 from memory_orchestrator.entrypoints.mcp_server import build_server
 from memory_orchestrator.entrypoints.mcp_state import ServerOptions
-from memory_orchestrator.ports import FixedClock
+from memory_orchestrator.ports import BackendUnavailable, FixedClock
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
@@ -394,3 +394,20 @@ async def test_a_call_failing_validation_is_logged_with_the_store_it_named(
         json.loads(record.getMessage()) for record in caplog.records if "tool_call" in record.getMessage()
     ]
     assert (line["tool"], line["store"], line["status"]) == ("memory_search", "ops", "InvalidRequest")
+
+
+@pytest.mark.anyio
+async def test_a_full_disk_is_named_and_a_summary_that_stored_nothing_is_an_error() -> None:
+    full = BackendUnavailable("remember: database or disk is full", backend="memory")
+    async with connected() as (client, stores):
+        await ok(client, "memory_health", {})
+        stores.backends["default"].fail_always("remember", full)
+        write = await refused(client, "memory_write", {"content": "a note that cannot be stored"})
+        summary = await refused(
+            client, "memory_session_summary", {"session_id": "s-1", "decisions": ["keep the cache"]}
+        )
+        stores.backends["default"].heal()
+        saved = await ok(client, "memory_session_summary", {"session_id": "s-2", "decisions": ["keep it"]})
+    assert "out of disk space" in write and "nothing was written" in write
+    assert "out of disk space" in summary
+    assert len(saved["written"]) == 1

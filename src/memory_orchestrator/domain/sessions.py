@@ -363,6 +363,7 @@ async def summarise_session(
     entities = tuple(dict.fromkeys((entity, *summary.entities)))
     written: list[WrittenPoint] = []
     warnings: list[str] = []
+    failure: BackendError | None = None
     for category, text in points:
         memory = NewMemory(
             content=text,
@@ -376,9 +377,12 @@ async def summarise_session(
             outcome = await orchestrator.write(WriteRequest(memory=memory))
         except BackendError as exc:
             warnings.append(f"not stored ({type(exc).__name__}): {snippet(text)}")
+            failure = exc
             continue
         warnings.extend(outcome.warnings)
         written.append(WrittenPoint(outcome.id, category, outcome.action, outcome.duplicate_of, text))
+    if failure is not None and not written:
+        raise failure  # nothing was stored: that is a failure, not an empty success
     links, link_warnings = await _chain(backend, summary.session_id, [point.id for point in written])
     return SessionReport(
         summary.session_id, entity, tuple(written), links, tuple(dropped), (*warnings, *link_warnings)

@@ -102,11 +102,29 @@ def _tool_error(exc: Exception) -> ToolError:
         return ToolError(f"invalid arguments: {exc}")
     if isinstance(exc, NotFound):
         return ToolError(f"not found: {exc}")
+    if isinstance(exc, BackendError) and (condition := storage_condition(str(exc))):
+        return ToolError(f"the memory store {condition}; nothing was written")
     if isinstance(exc, BackendUnavailable):
         return ToolError("the memory store is unavailable right now; retry in a moment")
     if isinstance(exc, BackendError):
         return ToolError("the memory store rejected the request")
     return ToolError("internal error; the server log has the details")
+
+
+#: Storage conditions worth naming to a caller (retrying will not help), by what the drivers say.
+_STORAGE_CONDITIONS = (
+    (("disk is full", "no space left", "disk full", "quota exceeded"), "is out of disk space"),
+    (("readonly database", "read-only file system", "read-only database"), "is read-only"),
+)
+
+
+def storage_condition(message: str) -> str | None:
+    """``is out of disk space`` / ``is read-only`` when a backend error says so, else ``None``."""
+    lowered = message.lower()
+    for needles, condition in _STORAGE_CONDITIONS:
+        if any(needle in lowered for needle in needles):
+            return condition
+    return None
 
 
 def _make_tool(spec: ToolSpec) -> Tool:
