@@ -213,3 +213,36 @@ async def test_mnemon_keyword_channel_stems_where_mnemons_own_search_does_not(
         assert [hit.record.id for hit in await ours.search("invoice")] == [written.id]
         assert await native.search("invoice") == []
         assert [hit.record.id for hit in await native.search("invoices vendor")] == [written.id]
+
+
+async def _edges_by_content(backend: MnemonBackend, ids: list[str]) -> set[tuple[str, str, str, float]]:
+    contents = {record.id: record.content for record in await backend.get(ids)}
+    found = set()
+    for memory_id in ids:
+        for item in await backend.neighbors([memory_id], limit=10_000):
+            edge = item.edge
+            found.add((contents[edge.source], contents[edge.target], edge.type.value, round(edge.weight, 4)))
+    return found
+
+
+async def test_mnemon_bulk_writes_build_the_same_graph_as_one_by_one(mnemon_env: dict[str, str]) -> None:
+    topics = ["Kafka", "Postgres", "Redis"]
+    memories = [
+        NewMemory(
+            f"Team note {index} about the {topics[index % 3]} cluster"
+            + (" because the disk filled up" if index % 4 == 3 else ""),
+            entities=(topics[index % 3],),
+            source=f"s{index % 2}",
+            created_at=T0 + timedelta(hours=5 * index),
+        )
+        for index in range(12)
+    ]
+    async with _backend(mnemon_env, "bulk") as bulk, _backend(mnemon_env, "single") as single:
+        assert bulk.capabilities.bulk_writes
+        many = await bulk.remember_many(memories)
+        one = [await single.remember(memory) for memory in memories]
+        assert [result.action for result in many] == [WriteAction.ADDED] * 12
+        bulk_edges = await _edges_by_content(bulk, [result.id for result in many])
+        single_edges = await _edges_by_content(single, [result.id for result in one])
+    assert len(bulk_edges) > 20
+    assert bulk_edges == single_edges

@@ -29,6 +29,7 @@ from memory_orchestrator.ports import (
     NewMemory,
     RecallQuery,
     WriteResult,
+    remember_all,
 )
 
 T = TypeVar("T")
@@ -104,6 +105,10 @@ class RetryingBackend:
     async def remember(self, memory: NewMemory) -> WriteResult:
         """Not retried (a timed-out write may have happened)."""
         return await self.inner.remember(memory)
+
+    async def remember_many(self, memories: Sequence[NewMemory]) -> list[WriteResult]:
+        """Not retried; the inner backend's bulk path when it has one."""
+        return await remember_all(self.inner, memories)
 
     async def link(self, edge: Edge) -> Edge:
         """Not retried."""

@@ -25,7 +25,9 @@ from memory_orchestrator.ports import (
     MemoryBackend,
     NewMemory,
     OrchestratorError,
+    WriteResult,
     parse_timestamp,
+    remember_all,
 )
 
 MEMORIES_FILE = "memories.jsonl"
@@ -316,14 +318,48 @@ async def ingest(
             "stamped with the time of writing, so 'as of now' filtering and recency reflect ingestion order"
         )
     ordered = chronological(dataset.memories)
-    for done, memory in enumerate(ordered, start=1):
-        await _write_memory(backend, memory, report, backdated=backdated)
+    for start in range(0, len(ordered), INGEST_BATCH):
+        batch = ordered[start : start + INGEST_BATCH]
+        await _write_batch(backend, batch, report, backdated=backdated)
         if on_progress is not None:
-            on_progress(done, len(ordered))
+            for done in range(start + 1, start + len(batch) + 1):
+                on_progress(done, len(ordered))
     for link in dataset.links:
         await _write_link(backend, link, report)
     report.seconds = (datetime.now(UTC) - started).total_seconds()
     return report
+
+
+#: Memories handed to the backend's bulk path at once (one by one when it has none).
+INGEST_BATCH = 250
+
+
+async def _write_batch(
+    backend: MemoryBackend, batch: list[DatasetMemory], report: IngestReport, *, backdated: bool
+) -> None:
+    if not backend.capabilities.bulk_writes:
+        for memory in batch:
+            await _write_memory(backend, memory, report, backdated=backdated)
+        return
+    try:
+        results = await remember_all(
+            backend, [to_new_memory(memory, backdated=backdated) for memory in batch]
+        )
+    except OrchestratorError:
+        # one refused memory fails the whole bulk call: write them one by one to keep the others
+        for memory in batch:
+            await _write_memory(backend, memory, report, backdated=backdated)
+        return
+    for memory, result in zip(batch, results, strict=True):
+        _count(report, memory, result)
+
+
+def _count(report: IngestReport, memory: DatasetMemory, result: WriteResult) -> None:
+    report.ids[memory.id] = result.id
+    if result.duplicate_of is not None:
+        report.skipped += 1
+    else:
+        report.written += 1
 
 
 async def _write_memory(
@@ -334,11 +370,7 @@ async def _write_memory(
     except OrchestratorError as exc:
         report.warnings.append(f"memory {memory.id} not written: {exc}")
         return
-    report.ids[memory.id] = result.id
-    if result.duplicate_of is not None:
-        report.skipped += 1
-    else:
-        report.written += 1
+    _count(report, memory, result)
 
 
 async def _write_link(backend: MemoryBackend, link: DatasetLink, report: IngestReport) -> None:

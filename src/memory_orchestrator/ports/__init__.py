@@ -7,8 +7,10 @@ Standard library only. A third-party plugin imports from here and from
 from memory_orchestrator.ports.backend import (
     AsyncLifecycle,
     BackendFactory,
+    BulkWriter,
     MemoryBackend,
     ScorerFactory,
+    remember_all,
 )
 from memory_orchestrator.ports.clock import (
     Clock,
@@ -74,6 +76,7 @@ __all__ = [
     "BackendHealth",
     "BackendRejected",
     "BackendUnavailable",
+    "BulkWriter",
     "Capabilities",
     "Change",
     "ChangeKind",
@@ -107,4 +110,5 @@ __all__ = [
     "ensure_utc",
     "format_timestamp",
     "parse_timestamp",
+    "remember_all",
 ]

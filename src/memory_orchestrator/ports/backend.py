@@ -132,6 +132,26 @@ class MemoryBackend(Protocol):
         ...
 
 
+@runtime_checkable
+class BulkWriter(Protocol):
+    """A backend whose ``capabilities.bulk_writes`` is true also has this method."""
+
+    async def remember_many(self, memories: Sequence[NewMemory]) -> list[WriteResult]:
+        """Store ``memories`` in order, like ``remember`` each (same dedup, same edges), in fewer round
+        trips. Every memory is validated before anything is stored."""
+        ...
+
+
+async def remember_all(backend: MemoryBackend, memories: Sequence[NewMemory]) -> list[WriteResult]:
+    """Store ``memories`` in order: the backend's bulk path when it offers one, else one by one.
+
+    One by one, a failure leaves the memories before it stored (the error is raised).
+    """
+    if backend.capabilities.bulk_writes and isinstance(backend, BulkWriter):
+        return await backend.remember_many(memories)
+    return [await backend.remember(memory) for memory in memories]
+
+
 class BackendFactory(Protocol):
     """Builds a backend from its configuration section (no I/O: the caller opens it)."""
 

@@ -292,3 +292,5 @@ class Capabilities:
     source_filters: bool = True
     change_log: bool = True
     known_entities: bool = True
+    #: ``remember_many`` stores a batch faster than one ``remember`` per memory (see ``BulkWriter``).
+    bulk_writes: bool = False

@@ -107,7 +107,7 @@ class MnemonBackend(AsyncLifecycle):
     @property
     def capabilities(self) -> Capabilities:
         """Intent-aware native recall; supersession kept by the adapter (a marked weight-0 link)."""
-        return Capabilities(vector_search=False, intent_recall=True)
+        return Capabilities(vector_search=False, intent_recall=True, bulk_writes=True)
 
     # -- life cycle -----------------------------------------------------------------------------
 
@@ -173,11 +173,13 @@ class MnemonBackend(AsyncLifecycle):
             written = await self._write(pending)
             self.metadata.put((written[position][0], memory.metadata) for position, memory in pending)
             snap = await self._refresh()
+            stored = [written[position][0] for position, _ in pending]
+            edges = await asyncio.to_thread(self.reader.edge_counts, stored) if stored else {}
         results: dict[int, WriteResult] = {
             p: self._skipped(snap, memory_id) for p, memory_id in existing.items()
         }
         for position, memory in pending:
-            results[position] = self._result(snap, written[position], memory)
+            results[position] = self._result(snap, written[position], memory, edges)
         for position, first in repeats.items():
             results[position] = self._skipped(snap, results[first].id)
         return [results[position] for position in range(len(memories))]
@@ -271,20 +273,20 @@ class MnemonBackend(AsyncLifecycle):
         )
 
     def _result(
-        self, snap: Snapshot, written: tuple[str, str, Mapping[str, Any]], memory: NewMemory
+        self,
+        snap: Snapshot,
+        written: tuple[str, str, Mapping[str, Any]],
+        memory: NewMemory,
+        edges: Mapping[str, Counter[str]],
     ) -> WriteResult:
-        memory_id, action, answer = written
+        memory_id, action, _ = written
         record = snap.records.get(memory_id)
         if action == "skipped":
             return self._skipped(snap, memory_id)
         others = [sketch(item) for item in self._similar(snap, memory.content, exclude=memory_id)]
         candidates = link_candidates(sketch(record), others) if record is not None else ()
-        edges = answer.get("edges_created") if isinstance(answer, Mapping) else None
-        created = (
-            Counter({str(k): int(v) for k, v in edges.items() if v})
-            if isinstance(edges, Mapping)
-            else Counter()
-        )
+        # Counted in the store (an import answer has no edge counts; a remember answer has them too).
+        created = Counter(edges.get(memory_id, Counter()))
         kind = WriteAction.UPDATED if action == "updated" else WriteAction.ADDED
         return WriteResult(memory_id, kind, candidates=candidates, edges_created=created, record=record)
 

@@ -283,6 +283,21 @@ class StoreReader:
         )
         return [str(target) for target, meta in rows if _json_map(meta).get(REPLACES_KEY) == target]
 
+    def edge_counts(self, ids: Sequence[str]) -> dict[str, Counter[str]]:
+        """Per memory, how many other memories each edge type joins it to (one query)."""
+        rows = self._rows(
+            "SELECT id, edge_type, count(DISTINCT other) FROM ("
+            "SELECT source_id AS id, target_id AS other, edge_type FROM edges "
+            "WHERE source_id IN (SELECT value FROM json_each(?)) UNION ALL "
+            "SELECT target_id, source_id, edge_type FROM edges "
+            "WHERE target_id IN (SELECT value FROM json_each(?))) GROUP BY id, edge_type",
+            (json.dumps(list(ids)), json.dumps(list(ids))),
+        )
+        counts: dict[str, Counter[str]] = defaultdict(Counter)
+        for memory_id, kind, count in rows:
+            counts[str(memory_id)][str(kind)] = int(count)
+        return counts
+
     def memory_count(self) -> tuple[int, int]:
         """(active memories, edges)."""
         row = self._rows(
