@@ -411,3 +411,27 @@ async def test_a_full_disk_is_named_and_a_summary_that_stored_nothing_is_an_erro
     assert "out of disk space" in write and "nothing was written" in write
     assert "out of disk space" in summary
     assert len(saved["written"]) == 1
+
+
+@pytest.mark.anyio
+async def test_store_limit_evicts_least_recently_used_and_unknown_reads_create_nothing() -> None:
+    clock = FixedClock(START)
+    stores = Stores(clock, PipelineConfig())
+    created: set[str] = {"default"}
+    server = build_server(
+        stores.open, ServerOptions(), clock=clock, exists=created.__contains__, max_open_stores=3
+    )
+    async with Client(server) as client:
+        unknown = await refused(client, "memory_search", {"query": "x", "store": "typo"})
+        assert "unknown store 'typo'" in unknown and "typo" not in stores.backends
+        for index in range(6):  # twice the limit: older stores are closed, never a permanent refusal
+            name = f"team-{index}"
+            await ok(client, "memory_write", {"content": f"note for {name}", "store": name})
+            created.add(name)
+        assert len(stores.backends) == 6
+        found = await ok(client, "memory_search", {"query": "note", "store": "team-5"})
+        default = await ok(client, "memory_search", {"query": "anything"})
+        still_open = sorted(name for name, backend in stores.backends.items() if not backend.closed)
+    assert [item["content"] for item in found["items"]] == ["note for team-5"]
+    assert default["store"] == "default"
+    assert len(still_open) == 3 and "team-0" not in still_open and "default" in still_open

@@ -15,6 +15,7 @@ from typing import Annotated
 
 import typer
 
+from memory_orchestrator.adapters.sqlite import store_path as sqlite_store_path
 from memory_orchestrator.entrypoints.auth import TokenGrant, TokenRegistry
 from memory_orchestrator.entrypoints.bootstrap import build_plugins, open_runtime
 from memory_orchestrator.entrypoints.cli_state import settings_of, state_of
@@ -24,7 +25,7 @@ from memory_orchestrator.entrypoints.mcp_server import (
     serve_http,
     serve_stdio,
 )
-from memory_orchestrator.entrypoints.mcp_state import ServerOptions, StoreHandle, StoreOpener
+from memory_orchestrator.entrypoints.mcp_state import ServerOptions, StoreExists, StoreHandle, StoreOpener
 from memory_orchestrator.entrypoints.settings import Settings
 from memory_orchestrator.ports import OrchestratorError
 
@@ -55,6 +56,23 @@ def store_opener(settings: Settings) -> StoreOpener:
     return open_store
 
 
+def store_exists(settings: Settings, default_store: str) -> StoreExists:
+    """Whether a store exists without creating it: the default store always does (it is created on
+    first use); a SQLite store is its file; other backends decide when they open (Mnemon refuses a
+    missing store itself)."""
+    name = settings.backend.name
+
+    def exists(store: str) -> bool:
+        if store == default_store or name != "sqlite":
+            return True
+        try:
+            return sqlite_store_path(settings.backend_options("sqlite")["path"], store).exists()
+        except OrchestratorError:
+            return False
+
+    return exists
+
+
 def server_options(settings: Settings, *, default_store: str | None, http: bool) -> ServerOptions:
     """The server options the settings ask for."""
     return ServerOptions(
@@ -77,7 +95,8 @@ def serve(
         settings = settings_of(ctx)
         registry = token_registry(settings)
         options = server_options(settings, default_store=state_of(ctx).store, http=http)
-        server = build_server(store_opener(settings), options)
+        exists = store_exists(settings, options.default_store)
+        server = build_server(store_opener(settings), options, exists=exists)
         if http:
             asyncio.run(serve_http(server, registry, host=host, port=port))
         else:

@@ -15,7 +15,7 @@ import logging
 import sys
 import time
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from typing import Any, cast
 
 from mcp.server import MCPServer
@@ -40,6 +40,7 @@ from memory_orchestrator.entrypoints.auth import (
 from memory_orchestrator.entrypoints.mcp_state import (
     ServerOptions,
     ServerState,
+    StoreExists,
     StoreOpener,
     StorePool,
     ToolCall,
@@ -127,11 +128,21 @@ def storage_condition(message: str) -> str | None:
     return None
 
 
+#: The tools that may create a store that does not exist yet (every other tool answers "unknown store").
+_CREATES_STORE = frozenset({"memory_write", "memory_session_summary"})
+
+
 def _make_tool(spec: ToolSpec) -> Tool:
     async def run(arguments: dict[str, Any], ctx: Context) -> BaseModel:
         state = cast(ServerState, ctx.request_context.lifespan_context)
         started = time.perf_counter()
-        call = ToolCall(spec.name, LOCAL_CALLER, _named_store(arguments, state.options), state)
+        call = ToolCall(
+            spec.name,
+            LOCAL_CALLER,
+            _named_store(arguments, state.options),
+            state,
+            writes=spec.name in _CREATES_STORE,
+        )
         status = "ok"
         try:
             # The caller first, so that the audit line of a call failing validation names who made it.
@@ -150,6 +161,7 @@ def _make_tool(spec: ToolSpec) -> Tool:
                 LOG.exception("tool %s failed", spec.name)
             raise _tool_error(exc) from None
         finally:
+            call.release()
             _log_call(call, status, time.perf_counter() - started)
 
     return Tool(
@@ -205,15 +217,27 @@ def configure_logging(level: int = logging.INFO) -> None:
 
 
 def build_server(
-    opener: StoreOpener, options: ServerOptions, *, clock: Clock | None = None
+    opener: StoreOpener,
+    options: ServerOptions,
+    *,
+    clock: Clock | None = None,
+    exists: StoreExists | None = None,
+    max_open_stores: int = 32,
 ) -> MCPServer[Any]:
-    """The MCP server over the stores ``opener`` opens; nothing is opened before the lifespan starts."""
+    """The MCP server over the stores ``opener`` opens; nothing is opened before the lifespan starts.
+
+    ``exists`` tells whether a store exists, so that reads of a missing one are refused (only writes
+    create stores); ``max_open_stores`` bounds the stores open at once (least recently used closed).
+    """
     the_clock = clock or SystemClock()
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[Any]) -> AsyncIterator[ServerState]:
-        async with AsyncExitStack() as stack:
-            yield ServerState(StorePool(opener, stack), options, the_clock)
+        pool = StorePool(opener, exists=exists, max_open=max_open_stores)
+        try:
+            yield ServerState(pool, options, the_clock)
+        finally:
+            await pool.aclose()
 
     specs = tool_specs(include_session_tools=options.session_tools)
     server: MCPServer[Any] = MCPServer(

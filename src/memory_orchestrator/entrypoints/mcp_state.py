@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import anyio
 
 from memory_orchestrator.entrypoints.auth import Caller
-from memory_orchestrator.ports import Clock, InvalidRequest, MemoryBackend
+from memory_orchestrator.ports import BackendUnavailable, Clock, MemoryBackend, NotFound
 
 _MAX_TRACE_ORIGINS = 10_000
 #: "(BackendUnavailable: <driver message>)" inside a pipeline warning.
@@ -56,27 +56,67 @@ class ServerOptions:
     require_http_caller: bool = False
 
 
-class StorePool:
-    """One opened store per name, opened on first use and closed when the server stops."""
+#: Says whether a store already exists (reads of a missing one are refused instead of creating it).
+StoreExists = Callable[[str], bool]
 
-    def __init__(self, opener: StoreOpener, stack: AsyncExitStack, *, max_open: int = 32) -> None:
+
+class StorePool:
+    """Opened stores by name: opened on first use, at most ``max_open`` at once.
+
+    When the limit is reached the least recently used store that no call is using is closed, so naming
+    many stores never locks the server out of any store. A read of a store that does not exist is
+    refused (``NotFound``) and creates nothing; only a write creates a store.
+    """
+
+    def __init__(self, opener: StoreOpener, *, exists: StoreExists | None = None, max_open: int = 32) -> None:
         self._opener = opener
-        self._stack = stack
+        self._exists = exists
         self._max_open = max_open
-        self._handles: dict[str, StoreHandle] = {}
+        self._open: OrderedDict[str, tuple[AbstractAsyncContextManager[StoreHandle], StoreHandle]] = (
+            OrderedDict()
+        )
+        self._users: dict[str, int] = {}
         self._lock = anyio.Lock()
 
-    async def get(self, store: str) -> StoreHandle:
-        """The opened store ``store`` (opening it now if needed)."""
-        handle = self._handles.get(store)
-        if handle is not None:
-            return handle
+    @property
+    def open_stores(self) -> list[str]:
+        """Names of the opened stores, least recently used first."""
+        return list(self._open)
+
+    async def acquire(self, store: str, *, create: bool) -> StoreHandle:
+        """The opened store, counted as in use until :meth:`release`."""
         async with self._lock:
-            if store not in self._handles:
-                if len(self._handles) >= self._max_open:
-                    raise InvalidRequest(f"at most {self._max_open} stores can be open at once")
-                self._handles[store] = await self._stack.enter_async_context(self._opener(store))
-            return self._handles[store]
+            if store in self._open:
+                self._open.move_to_end(store)
+            else:
+                if not create and self._exists is not None and not self._exists(store):
+                    raise NotFound(f"unknown store {store!r}")
+                await self._make_room()
+                opener = self._opener(store)
+                self._open[store] = (opener, await opener.__aenter__())
+            self._users[store] = self._users.get(store, 0) + 1
+            return self._open[store][1]
+
+    def release(self, store: str) -> None:
+        """One use of ``store`` ended."""
+        self._users[store] = max(0, self._users.get(store, 0) - 1)
+
+    async def _make_room(self) -> None:
+        while len(self._open) >= self._max_open:
+            idle = next((name for name in self._open if not self._users.get(name)), None)
+            if idle is None:
+                raise BackendUnavailable(
+                    f"all {self._max_open} open stores are in use; retry in a moment", backend="pool"
+                )
+            opener, _ = self._open.pop(idle)
+            self._users.pop(idle, None)
+            await opener.__aexit__(None, None, None)
+
+    async def aclose(self) -> None:
+        """Close every opened store (server shutdown)."""
+        while self._open:
+            _, (opener, _) = self._open.popitem(last=False)
+            await opener.__aexit__(None, None, None)
 
 
 @dataclass
@@ -108,9 +148,21 @@ class ToolCall:
     #: Filled by the body for the per-call log line (``query``/``content`` only logged when allowed).
     log: dict[str, Any] = field(default_factory=dict)
 
+    #: Whether the tool writes (only a write may create a store).
+    writes: bool = False
+    _held: StoreHandle | None = None
+
     async def handle(self) -> StoreHandle:
-        """The opened store of this call."""
-        return await self.state.pool.get(self.store)
+        """The opened store of this call (kept in use until :meth:`release`)."""
+        if self._held is None:
+            self._held = await self.state.pool.acquire(self.store, create=self.writes)
+        return self._held
+
+    def release(self) -> None:
+        """The call is over: its store may be closed to make room for others."""
+        if self._held is not None:
+            self._held = None
+            self.state.pool.release(self.store)
 
     def now(self) -> datetime:
         """The current moment."""
