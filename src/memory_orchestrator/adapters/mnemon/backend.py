@@ -28,11 +28,19 @@ from memory_orchestrator.adapters.mnemon.reader import (
     Snapshot,
     StoreReader,
 )
+from memory_orchestrator.adapters.mnemon.recall import recall_hits
 from memory_orchestrator.adapters.mnemon.sidecar import MetadataFile, store_write_lock
+from memory_orchestrator.adapters.mnemon.writes import (
+    Stored,
+    draft,
+    imported,
+    needs_draft,
+    remember_args,
+    remembered,
+)
 from memory_orchestrator.ports import (
     AsyncLifecycle,
     BackendHealth,
-    BackendRejected,
     Capabilities,
     Change,
     Edge,
@@ -62,12 +70,6 @@ from memory_orchestrator.ports.validation import (
 #: Mnemon's compiled store cap (active memories); above it every write prunes low-importance ones.
 STORE_CAP = 1000
 CAP_WARNING_SHARE = 0.9
-#: Signals of ``recall --verbose`` that show a real match (the rest is padding: recency, graph only).
-MATCH_SIGNALS = ("keyword", "entity", "similarity")
-
-
-def _stamp(moment: datetime) -> str:
-    return ensure_utc(moment).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 class MnemonBackend(AsyncLifecycle):
@@ -199,72 +201,22 @@ class MnemonBackend(AsyncLifecycle):
             memory.dedup,
         )
 
-    async def _write(
-        self, pending: list[tuple[int, NewMemory]]
-    ) -> dict[int, tuple[str, str, Mapping[str, Any]]]:
-        """Position -> (stored id, action, Mnemon's answer)."""
-        done: dict[int, tuple[str, str, Mapping[str, Any]]] = {}
-        drafted = [(p, m) for p, m in pending if m.created_at is not None or _needs_draft(m)]
-        in_draft = {position for position, _ in drafted}
+    async def _write(self, pending: list[tuple[int, NewMemory]]) -> dict[int, Stored]:
+        """Position -> what was stored: ``remember`` one by one, back-dated ones in one import draft."""
+        done: dict[int, Stored] = {}
+        drafted = [(position, memory) for position, memory in pending if needs_draft(memory)]
         for position, memory in pending:
-            if position in in_draft:
-                continue
-            answer = await self.transport.call(self._remember_args(memory))
-            done[position] = _stored(answer)
+            if not needs_draft(memory):
+                done[position] = remembered(await self.transport.call(remember_args(memory, diff=self.diff)))
         if drafted:
-            done.update(await self._import(drafted))
-        return done
-
-    def _remember_args(self, memory: NewMemory) -> list[str]:
-        args = [
-            "remember",
-            "--cat",
-            memory.category,
-            "--imp",
-            str(memory.importance),
-            "--source",
-            memory.source,
-        ]
-        if memory.tags:
-            args += ["--tags", ",".join(memory.tags)]
-        if memory.entities:
-            args += ["--entities", ",".join(memory.entities)]
-        if not self.diff:
-            args.append("--no-diff")
-        return [*args, "--", memory.content]
-
-    async def _import(
-        self, drafted: list[tuple[int, NewMemory]]
-    ) -> dict[int, tuple[str, str, Mapping[str, Any]]]:
-        insights = []
-        for _, memory in drafted:
-            item: dict[str, Any] = {
-                "content": memory.content,
-                "category": memory.category,
-                "importance": memory.importance,
-                "tags": list(memory.tags),
-                "entities": list(memory.entities),
-                "source": memory.source,
-            }
-            if memory.created_at is not None:
-                item["created_at"] = _stamp(memory.created_at)
-            insights.append(item)
-        draft = {"schema_version": "1", "source": drafted[0][1].source, "insights": insights}
-        with tempfile.NamedTemporaryFile(
-            "w", suffix=".json", prefix="orchestrator-draft-", delete=True
-        ) as file:
-            json.dump(draft, file)
-            file.flush()
-            args = ["import", *([] if self.diff else ["--no-diff"]), file.name]
-            answer = await self.transport.call(args)
-        rows = {int(row["index"]): row for row in (answer or {}).get("results", [])}
-        done = {}
-        for index, (position, _) in enumerate(drafted):
-            row = rows.get(index)
-            if row is None or row.get("error"):
-                reason = (row or {}).get("error", "no result")
-                raise BackendRejected(f"mnemon import: {reason}", backend="mnemon")
-            done[position] = (str(row["id"]), str(row.get("action", "added")), row)
+            with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="orchestrator-draft-") as file:
+                json.dump(draft([memory for _, memory in drafted]), file)
+                file.flush()
+                args = ["import", *([] if self.diff else ["--no-diff"]), file.name]
+                answer = await self.transport.call(args)
+            done.update(
+                zip((position for position, _ in drafted), imported(answer, len(drafted)), strict=True)
+            )
         return done
 
     def _skipped(self, snap: Snapshot, existing: str) -> WriteResult:
@@ -275,7 +227,7 @@ class MnemonBackend(AsyncLifecycle):
     def _result(
         self,
         snap: Snapshot,
-        written: tuple[str, str, Mapping[str, Any]],
+        written: Stored,
         memory: NewMemory,
         edges: Mapping[str, Counter[str]],
     ) -> WriteResult:
@@ -399,7 +351,7 @@ class MnemonBackend(AsyncLifecycle):
             args += ["--intent", query.intent.value]
         answer = await self.transport.call([*args, "--", query.text])
         admits = self._visible(query.filters, query.now)
-        return _recall_hits(answer, snap, admits)[: query.limit]
+        return recall_hits(answer, snap, admits)[: query.limit]
 
     async def neighbors(
         self,
@@ -460,36 +412,3 @@ class MnemonBackend(AsyncLifecycle):
             memory_count=count,
             details={"store": self.store},
         )
-
-
-def _needs_draft(memory: NewMemory) -> bool:
-    # The CLI splits --tags/--entities on commas; a draft carries them as JSON lists.
-    return any("," in name for name in (*memory.tags, *memory.entities))
-
-
-def _stored(answer: Any) -> tuple[str, str, Mapping[str, Any]]:
-    if not isinstance(answer, Mapping) or "id" not in answer:
-        raise BackendRejected("mnemon remember gave no id", backend="mnemon")
-    action = str(answer.get("action", "added"))
-    # On "skipped" Mnemon returns a fresh id that is never stored; the stored memory is replaced_id.
-    memory_id = str(answer.get("replaced_id") or answer["id"]) if action == "skipped" else str(answer["id"])
-    return memory_id, action, answer
-
-
-def _recall_hits(answer: Any, snap: Snapshot, admits: Any) -> list[Hit]:
-    items = (answer or {}).get("results") or [] if isinstance(answer, Mapping) else []
-    hits = []
-    for item in items:
-        insight = item.get("insight") or {}
-        record = snap.records.get(str(insight.get("id", "")))
-        signals = {str(k): float(v) for k, v in (item.get("signals") or {}).items()}
-        if (
-            record is None
-            or not admits(record)
-            or not any(signals.get(name, 0) > 0 for name in MATCH_SIGNALS)
-        ):
-            continue
-        score = round(float(item.get("score", 0.0)), 6)
-        hits.append(Hit(record, score, via=str(item.get("via") or "recall"), signals=signals))
-    hits.sort(key=lambda hit: (-hit.score, hit.record.id))
-    return hits
