@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest_plugins = ["services.neo4j.fixture", "services.mnemon.fixture"]
+pytest_plugins = ["services.neo4j.fixture", "services.mnemon.fixture", "services.mcp_kg.fixture"]
 
 
 @pytest.fixture
