@@ -17,8 +17,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from memory_orchestrator.entrypoints.http_limits import read_body, replay
 from memory_orchestrator.ports import AccessDenied
 
 #: Tools that need write rights on the store they touch.
@@ -157,12 +158,12 @@ class BearerAuthMiddleware:
                 return
             await self._pass(scope, receive, send, caller)
             return
-        body = await _read_body(receive)
+        body = await read_body(receive, _MAX_AUTH_BODY)
         if body is None or not _anonymous_allowed(body):
             await _unauthorised(send, "invalid_request", "a bearer token is required")
             return
         anonymous = Caller(name="anonymous", stores=frozenset(), write=False, anonymous=True)
-        await self._pass(scope, _replay(body, receive), send, anonymous)
+        await self._pass(scope, replay(body, receive), send, anonymous)
 
     async def _pass(self, scope: Scope, receive: Receive, send: Send, caller: Caller) -> None:
         state = dict(scope.get("state") or {})
@@ -178,35 +179,6 @@ def _bearer_token(scope: Scope) -> str | None:
                 return text[7:].strip() or None
             return ""
     return None
-
-
-async def _read_body(receive: Receive) -> bytes | None:
-    chunks = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            return None
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > _MAX_AUTH_BODY:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
 
 
 def _anonymous_allowed(body: bytes) -> bool:

@@ -19,6 +19,7 @@ from memory_orchestrator.adapters.sqlite import store_path as sqlite_store_path
 from memory_orchestrator.entrypoints.auth import TokenGrant, TokenRegistry
 from memory_orchestrator.entrypoints.bootstrap import build_plugins, open_runtime
 from memory_orchestrator.entrypoints.cli_state import settings_of, state_of
+from memory_orchestrator.entrypoints.http_limits import HttpLimits
 from memory_orchestrator.entrypoints.mcp_server import (
     build_server,
     configure_logging,
@@ -98,7 +99,8 @@ def serve(
         exists = store_exists(settings, options.default_store)
         server = build_server(store_opener(settings), options, exists=exists)
         if http:
-            asyncio.run(serve_http(server, registry, host=host, port=port))
+            limits = HttpLimits(**settings.http.model_dump())
+            asyncio.run(serve_http(server, registry, host=host, port=port, limits=limits))
         else:
             asyncio.run(serve_stdio(server))
     except (OrchestratorError, ValueError) as exc:

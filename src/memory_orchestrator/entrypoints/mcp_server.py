@@ -25,7 +25,6 @@ from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
 from mcp_types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict
-from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -36,6 +35,11 @@ from memory_orchestrator.entrypoints.auth import (
     TokenRegistry,
     caller_from_scope,
     check_bind,
+)
+from memory_orchestrator.entrypoints.http_limits import (
+    HttpLimits,
+    RequestLimitsMiddleware,
+    header_timeout_protocol,
 )
 from memory_orchestrator.entrypoints.mcp_state import (
     ServerOptions,
@@ -258,12 +262,14 @@ def build_server(
 
 
 def http_app(
-    server: MCPServer[Any], registry: TokenRegistry, *, host: str
-) -> Starlette | BearerAuthMiddleware:
-    """The streamable HTTP app (stateless, JSON responses) behind fail-closed bearer auth."""
+    server: MCPServer[Any], registry: TokenRegistry, *, host: str, limits: HttpLimits | None = None
+) -> RequestLimitsMiddleware:
+    """The streamable HTTP app (stateless, JSON responses) behind fail-closed bearer auth, inside the
+    request limits (body size and nesting, no event-stream GET)."""
     check_bind(host, registry)
     app = server.streamable_http_app(stateless_http=True, json_response=True, host=host)
-    return BearerAuthMiddleware(app, registry, open_paths={"/health"})
+    guarded = BearerAuthMiddleware(app, registry, open_paths={"/health"})
+    return RequestLimitsMiddleware(guarded, limits or HttpLimits())
 
 
 async def serve_stdio(server: MCPServer[Any]) -> None:
@@ -271,12 +277,24 @@ async def serve_stdio(server: MCPServer[Any]) -> None:
     await server.run_stdio_async()
 
 
-async def serve_http(server: MCPServer[Any], registry: TokenRegistry, *, host: str, port: int) -> None:
-    """Serve streamable HTTP on ``host:port`` until interrupted."""
+async def serve_http(
+    server: MCPServer[Any], registry: TokenRegistry, *, host: str, port: int, limits: HttpLimits | None = None
+) -> None:
+    """Serve streamable HTTP on ``host:port`` until interrupted (headers must arrive in time, idle
+    keep-alive connections close after 5 s)."""
     import uvicorn
 
-    app = http_app(server, registry, host=host)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False, lifespan="on")
+    limits = limits or HttpLimits()
+    config = uvicorn.Config(
+        http_app(server, registry, host=host, limits=limits),
+        host=host,
+        port=port,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
+        http=header_timeout_protocol(limits.header_timeout_s),
+        timeout_keep_alive=5,
+    )
     await uvicorn.Server(config).serve()
 
 

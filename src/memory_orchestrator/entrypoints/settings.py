@@ -40,6 +40,7 @@ from memory_orchestrator.entrypoints.settings_sections import (
     BackendSection,
     CacheSection,
     FeaturesSection,
+    HttpSection,
     MnemonSection,
     Neo4jSection,
     PluginsSection,
@@ -58,6 +59,7 @@ __all__ = [
     "BackendSection",
     "CacheSection",
     "FeaturesSection",
+    "HttpSection",
     "MnemonSection",
     "Neo4jSection",
     "PipelineSection",
@@ -175,6 +177,7 @@ class Settings(BaseSettings):
     retry: RetrySection = RetrySection()
     traces: TracesSection = TracesSection()
     cache: CacheSection = CacheSection()
+    http: HttpSection = HttpSection()
     auth: AuthSection = AuthSection()
     features: FeaturesSection = FeaturesSection()
     #: The file the settings were read from (None when there was none); set by :func:`load_settings`.

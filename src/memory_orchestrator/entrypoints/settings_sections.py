@@ -129,6 +129,15 @@ class CacheSection(Section):
     known_entities_ttl_s: float = Field(default=300.0, ge=0, le=86400)
 
 
+class HttpSection(Section):
+    """Bounds of ``serve --http`` that protect the server from slow or oversized requests."""
+
+    #: A connection must send a request's headers within this many seconds (slowloris guard).
+    header_timeout_s: float = Field(default=10.0, gt=0, le=300)
+    max_body_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1_048_576)
+    max_json_depth: int = Field(default=64, ge=4, le=1000)
+
+
 class AuthToken(Section):
     """An MCP bearer token, stored as its SHA-256 hex digest (never in clear)."""
 
