@@ -287,3 +287,16 @@ def test_usage_errors_of_the_console_script_are_one_line_with_exit_2(
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
     assert "--help" in lines[0] and captured.out == ""
+
+
+def test_the_console_script_answers_version_without_importing_the_cli() -> None:
+    probe = (
+        "import sys; sys.argv = ['orchestrator', '--version']; "
+        "from memory_orchestrator.entrypoints import console; console.main(); "
+        "heavy = ('mcp', 'typer', 'memory_orchestrator.entrypoints.cli'); "
+        "print(sorted(m for m in sys.modules if m.startswith(heavy)))"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("orchestrator ")
+    assert lines[1] == "[]"
