@@ -59,6 +59,41 @@ async def test_open_creates_wal_database_at_current_schema(tmp_path: Path) -> No
 
 
 @pytest.mark.anyio
+async def test_keyword_search_stems_english_words(tmp_path: Path) -> None:
+    backend = create_backend({"path": str(tmp_path / "m.db")})
+    async with backend:
+        invoice = await backend.remember(NewMemory("Sent the invoice to the vendor"))
+        await backend.remember(NewMemory("Lunch plans for Friday"))
+        assert [hit.record.id for hit in await backend.search("invoices")] == [invoice.id]
+        assert [hit.record.id for hit in await backend.search("invoicing")] == [invoice.id]
+
+
+@pytest.mark.anyio
+async def test_a_version_1_keyword_index_is_migrated_and_stems(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    async with create_backend({"path": str(path)}) as backend:
+        stored = await backend.remember(NewMemory("Renewed the parking permits"))
+    with sqlite3.connect(path) as db:  # put the index back as version 1 built it (no stemming)
+        db.execute("DROP TABLE memories_fts")
+        db.execute(
+            "CREATE VIRTUAL TABLE memories_fts USING fts5(tokens, tokenize = 'unicode61 remove_diacritics 0')"
+        )
+        db.execute(
+            "INSERT INTO memories_fts (rowid, tokens) SELECT rowid, 'renewed parking permits' FROM memories"
+        )
+        db.execute("PRAGMA user_version = 1")
+    async with create_backend({"path": str(path)}) as backend:
+        assert [hit.record.id for hit in await backend.search("permit renewal")] == [stored.id]
+        assert [record.content for record in await backend.get([stored.id])] == [
+            "Renewed the parking permits"
+        ]
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        assert "memories_fts_v1" not in tables
+
+
+@pytest.mark.anyio
 async def test_a_newer_schema_is_refused(tmp_path: Path) -> None:
     with sqlite3.connect(tmp_path / "m.db") as db:
         db.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")

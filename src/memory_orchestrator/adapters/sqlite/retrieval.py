@@ -18,7 +18,7 @@ async def keyword(
     db: aiosqlite.Connection, tokens: Sequence[str], filters: Filters, now: datetime | None, limit: int
 ) -> list[tuple[MemoryRecord, float]]:
     """FTS5 BM25 matches (score: higher is better), best first, ties by id."""
-    query = fts_query(await selective_terms(db, tokens))
+    query = fts_query(await selective_terms(db, tokens, unseen=True))
     if query is None:
         return []
     clause = visible_clause(filters, now)

@@ -64,7 +64,7 @@ CREATE TABLE IF NOT EXISTS edges (
 CREATE INDEX IF NOT EXISTS edges_target ON edges(target_id, type, weight);
 
 -- The shared tokenizer's output (stop words dropped, Han bigrams) so BM25 sees the same terms as
--- every other backend; rowid is the memory's rowid.
+-- every other backend; rowid is the memory's rowid. Version 2 re-creates it with stemming.
 CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
     tokens, tokenize = 'unicode61 remove_diacritics 0'
 );
@@ -89,8 +89,20 @@ CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS probe (id INTEGER PRIMARY KEY, at TEXT NOT NULL);
 """
 
+# Version 2: the keyword index stems (FTS5 ``porter`` over ``unicode61``), so "invoices" finds
+# "invoice". The FTS table keeps the shared tokenizer's output as its text, so the rows are copied
+# over unchanged and re-indexed by the new tokenizer; the stored memories are untouched.
+SCHEMA_V2 = """
+ALTER TABLE memories_fts RENAME TO memories_fts_v1;
+CREATE VIRTUAL TABLE memories_fts USING fts5(
+    tokens, tokenize = 'porter unicode61 remove_diacritics 0'
+);
+INSERT INTO memories_fts (rowid, tokens) SELECT rowid, tokens FROM memories_fts_v1;
+DROP TABLE memories_fts_v1;
+"""
+
 #: (version, script) in order; a database at version N runs every script above N.
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, SCHEMA_V1),)
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, SCHEMA_V1), (2, SCHEMA_V2))
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 

@@ -16,14 +16,20 @@ MIN_COMMON_DOCS = 1000
 
 
 async def selective_terms(
-    db: aiosqlite.Connection, tokens: Sequence[str], *, most: int | None = None, postings: int | None = None
+    db: aiosqlite.Connection,
+    tokens: Sequence[str],
+    *,
+    most: int | None = None,
+    postings: int | None = None,
+    unseen: bool = False,
 ) -> list[str]:
     """The query terms worth matching: known to the index, rarest first, very common ones dropped.
 
     One round trip: document frequencies from ``term_stats`` plus the store size (max rowid).
     ``most`` keeps only that many of the rarest terms and ``postings`` stops adding terms once their
     document counts would exceed it (always at least one term): the write path's candidate lookup
-    must stay cheap however large the store grows.
+    must stay cheap however large the store grows. ``unseen`` also keeps terms no memory spells that
+    way: the index stems, so ``invoices`` still finds ``invoice`` (an absent term costs one lookup).
     """
     unique = list(dict.fromkeys(tokens))
     if not unique:
@@ -33,10 +39,12 @@ async def selective_terms(
         "WHERE docs > 0 AND term IN (SELECT value FROM json_each(?))"
     )
     rows = list(await db.execute_fetchall(sql, (json.dumps(sorted(unique)),)))
-    if not rows:
+    if not rows and not unseen:
         return []  # no term is indexed: nothing can match
-    size = int(rows[0][2] or 0)
+    size = int(rows[0][2] or 0) if rows else 0
     frequencies = {str(row[0]): int(row[1]) for row in rows}
+    if unseen:
+        frequencies = {term: frequencies.get(term, 0) for term in unique}
     present = sorted(frequencies, key=lambda term: (frequencies[term], term))
     if size < SMALL_STORE and most is None:
         return present
