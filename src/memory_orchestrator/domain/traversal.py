@@ -79,10 +79,11 @@ async def expand(
     """Walk ``hops`` hops from ``seeds`` (best first); new memories are added to ``pool``."""
     outcome = ExpansionOutcome()
     limits = config.expansion
+    bar = limits.min_seed_relevance * _best_current(seeds)
     beam = [
         _State(seed, seed.relevance, seed_id=seed.memory_id)
         for seed in seeds
-        if seed.relevance >= limits.min_seed_relevance and seed.relevance > 0
+        if seed.relevance >= bar and seed.relevance > 0
     ][: limits.beam_width]
     if not beam or hops <= 0 or not weights:
         return outcome
@@ -101,6 +102,13 @@ async def expand(
         if not beam or len(visited) >= limits.max_visited:
             break
     return outcome
+
+
+def _best_current(seeds: Sequence[Candidate]) -> float:
+    # The seed bar is relative to the best hit that is still current: a superseded memory that happens
+    # to match best (stemming makes that likelier) must not keep the current decision from seeding.
+    current = [seed.relevance for seed in seeds if not seed.record.superseded_by]
+    return max(current or [seed.relevance for seed in seeds] or [1.0])
 
 
 async def _one_hop(
