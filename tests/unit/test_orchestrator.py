@@ -244,3 +244,27 @@ async def test_replay_reports_what_changed_since() -> None:
     assert new.id in replayed.added
     with pytest.raises(NotFound):
         await orch.trace("tr-unknown")
+
+
+@pytest.mark.anyio
+async def test_an_as_of_question_sees_the_answer_before_a_later_supersession() -> None:
+    backend = await store(())
+    old = await backend.remember(
+        NewMemory(
+            "Atlas releases go out on Thursdays.", category="decision", created_at=NOW - timedelta(days=60)
+        )
+    )
+    new = await backend.remember(
+        NewMemory(
+            "Atlas releases go out on Tuesdays.", category="decision", created_at=NOW - timedelta(days=10)
+        )
+    )
+    await backend.link(Edge(new.id, old.id, EdgeType.SUPERSEDES, 1.0))
+    before = await orchestrator(backend).search(
+        SearchRequest("when do Atlas releases go out", now=NOW - timedelta(days=30))
+    )
+    assert [item.memory_id for item in before.items] == [old.id]
+    assert not before.items[0].superseded
+    after = await orchestrator(backend).search(SearchRequest("when do Atlas releases go out"))
+    assert after.items[0].memory_id == new.id
+    assert next(item for item in after.items if item.memory_id == old.id).superseded

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
+from memory_orchestrator.domain.as_of import drop_future_superseders
 from memory_orchestrator.domain.candidates import Candidate
 from memory_orchestrator.domain.config import PipelineConfig
 from memory_orchestrator.domain.dedup import deduplicate
@@ -70,6 +71,9 @@ async def run_pipeline(
         with trace.timed("expansion"):
             await _expand(backend, plan, found.candidates, pool, request, config, trace)
     with trace.timed("ranking"):
+        warning = await drop_future_superseders(backend, pool.values(), request.now, config.stage_timeout_s)
+        if warning:
+            trace.warn(warning)
         ranked = _rank(list(pool.values()), plan, request, found, config, scorers, trace)
     with trace.timed("dedup"):
         window = max(3 * request.keep, 30)
