@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -178,3 +179,22 @@ async def test_slow_expansion_stops_at_the_stage_time_limit() -> None:
         config=PipelineConfig(stage_timeout_s=0.05),
     )
     assert "timed out" in outcome.warnings[0]
+
+
+@pytest.mark.anyio
+async def test_a_superseded_best_hit_does_not_keep_the_current_one_from_seeding() -> None:
+    backend = await graph(3, [(2, 3, EdgeType.CAUSAL, 1.0)])
+    stale = seed(backend, 1)
+    stale.record = replace(stale.record, superseded_by=("mem-000002",))
+    current = seed(backend, 2, relevance=0.4)  # below 0.5 of the stale hit, the best of the current ones
+    outcome = await expand(
+        backend,
+        [stale, current],
+        {stale.memory_id: stale, current.memory_id: current},
+        weights={EdgeType.CAUSAL: 1.0},
+        hops=1,
+        filters=Filters(),
+        now=NOW,
+        config=CONFIG,
+    )
+    assert [item.memory_id for item in outcome.added] == ["mem-000003"]

@@ -79,7 +79,7 @@ async def expand(
     """Walk ``hops`` hops from ``seeds`` (best first); new memories are added to ``pool``."""
     outcome = ExpansionOutcome()
     limits = config.expansion
-    bar = limits.min_seed_relevance * _best_current(seeds)
+    bar = limits.min_seed_relevance * _current_share(seeds)
     beam = [
         _State(seed, seed.relevance, seed_id=seed.memory_id)
         for seed in seeds
@@ -104,11 +104,12 @@ async def expand(
     return outcome
 
 
-def _best_current(seeds: Sequence[Candidate]) -> float:
-    # The seed bar is relative to the best hit that is still current: a superseded memory that happens
+def _current_share(seeds: Sequence[Candidate]) -> float:
+    # The seed bar scales with the best hit that is still current: a superseded memory that happens
     # to match best (stemming makes that likelier) must not keep the current decision from seeding.
-    current = [seed.relevance for seed in seeds if not seed.record.superseded_by]
-    return max(current or [seed.relevance for seed in seeds] or [1.0])
+    best = max((seed.relevance for seed in seeds), default=0.0)
+    current = max((seed.relevance for seed in seeds if not seed.record.superseded_by), default=best)
+    return current / best if best > 0 else 1.0
 
 
 async def _one_hop(
