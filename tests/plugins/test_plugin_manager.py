@@ -151,7 +151,7 @@ def test_every_hookspec_documents_its_arguments() -> None:
         for name, member in inspect.getmembers(hookspecs, inspect.isfunction)
         if name.startswith("register_")
     ]
-    assert {spec.__name__ for spec in specs} == {"register_backends", "register_scorers"}
+    assert {spec.__name__ for spec in specs} == {"register_backends", "register_scorers", "register_channels"}
     for spec in specs:
         doc = inspect.getdoc(spec) or ""
         assert doc, f"{spec.__name__} has no docstring"

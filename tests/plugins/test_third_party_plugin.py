@@ -75,6 +75,7 @@ def test_discovered_through_its_entry_point(plugin_dir: Path, tmp_path: Path) ->
         "builtin": False,
         "backends": ["notebook"],
         "scorers": ["pinned"],
+        "channels": [],
     }
     assert data["backends"]["notebook"] == "sample"
     without = run_json(None, tmp_path, "plugins")

@@ -48,6 +48,7 @@ from memory_orchestrator.ports import (
     MemoryBackend,
     NotFound,
     RecallQuery,
+    RetrievalChannel,
     Scorer,
     SystemClock,
     TraceStore,
@@ -70,10 +71,13 @@ class Orchestrator:
         scorers: Sequence[Scorer] = (),
         clock: Clock | None = None,
         traces: TraceStore | None = None,
+        channels: Sequence[RetrievalChannel] = (),
     ) -> None:
         self.backend = backend
         self.config = config
         self.scorers = tuple(scorers)
+        #: Plugin retrieval channels fused with the backend's own (``[channels]`` in settings).
+        self.channels = tuple(channels)
         self.clock: Clock = clock or SystemClock()
         self.traces: TraceStore = traces or InProcessTraceStore(config.trace_retention)
         self._entities: list[str] | None = None
@@ -229,6 +233,7 @@ class Orchestrator:
             scorers=self.scorers,
             known_entities=known,
             trace=trace,
+            channels=self.channels,
         )
 
     async def _passthrough(

@@ -22,7 +22,7 @@ from memory_orchestrator.domain.results import QueryPlan, ResultItem
 from memory_orchestrator.domain.retrieval import RetrievalOutcome, retrieve, retrieve_recent, with_window
 from memory_orchestrator.domain.trace import Trace
 from memory_orchestrator.domain.traversal import expand, relative_edge_weights
-from memory_orchestrator.ports import Filters, MemoryBackend, Scorer
+from memory_orchestrator.ports import Filters, MemoryBackend, RetrievalChannel, Scorer
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 SUMMARY_CHARS = 160
@@ -59,13 +59,14 @@ async def run_pipeline(
     scorers: Sequence[Scorer],
     known_entities: Sequence[str],
     trace: Trace,
+    channels: Sequence[RetrievalChannel] = (),
 ) -> PipelineRun:
     """Answer ``request`` over ``backend`` (see the module docstring)."""
     with trace.timed("plan"):
         plan = _plan(request, config, known_entities)
         trace.set_plan(plan)
     with trace.timed("retrieval"):
-        found = await _retrieve(backend, plan, request, config, trace)
+        found = await _retrieve(backend, plan, request, config, trace, channels)
     pool = {candidate.memory_id: candidate for candidate in found.candidates}
     if plan.strategy == "expanded" and plan.hops > 0 and pool:
         with trace.timed("expansion"):
@@ -110,12 +111,17 @@ def _plan(request: PipelineInput, config: PipelineConfig, known_entities: Sequen
 
 
 async def _retrieve(
-    backend: MemoryBackend, plan: QueryPlan, request: PipelineInput, config: PipelineConfig, trace: Trace
+    backend: MemoryBackend,
+    plan: QueryPlan,
+    request: PipelineInput,
+    config: PipelineConfig,
+    trace: Trace,
+    channels: Sequence[RetrievalChannel],
 ) -> RetrievalOutcome:
     filters = with_window(request.filters, plan.time_window)
-    found = await _retrieve_once(backend, plan, filters, request, config)
+    found = await _retrieve_once(backend, plan, filters, request, config, channels)
     if not found.candidates and found.channels_failed < found.channels_run:
-        found = await _fallbacks(backend, plan, filters, request, config, trace) or found
+        found = await _fallbacks(backend, plan, filters, request, config, trace, channels) or found
     for warning in found.warnings:
         trace.warn(warning)
     if found.channels_run and found.channels_failed == found.channels_run:
@@ -137,6 +143,7 @@ async def _fallbacks(
     request: PipelineInput,
     config: PipelineConfig,
     trace: Trace,
+    channels: Sequence[RetrievalChannel],
 ) -> RetrievalOutcome | None:
     """When nothing matched: the window's own memories, then any time (for an inferred window)."""
     if plan.time_window is not None and plan.strategy != "episodic":
@@ -149,14 +156,19 @@ async def _fallbacks(
     if plan.time_window is not None and request.overrides.time_window is None:
         # The window was read from the text and may be wrong; an empty answer helps nobody.
         trace.warn("no memories in the time window read from the query; showing results from any time")
-        found = await _retrieve_once(backend, plan, request.filters, request, config)
+        found = await _retrieve_once(backend, plan, request.filters, request, config, channels)
         if found.candidates:
             return found
     return None
 
 
 async def _retrieve_once(
-    backend: MemoryBackend, plan: QueryPlan, filters: Filters, request: PipelineInput, config: PipelineConfig
+    backend: MemoryBackend,
+    plan: QueryPlan,
+    filters: Filters,
+    request: PipelineInput,
+    config: PipelineConfig,
+    channels: Sequence[RetrievalChannel],
 ) -> RetrievalOutcome:
     if plan.strategy == "episodic":
         return await retrieve_recent(
@@ -164,7 +176,13 @@ async def _retrieve_once(
         )
     subqueries = plan.subqueries or (plan.canonical,)
     return await retrieve(
-        backend, subqueries, intent=plan.intent, filters=filters, now=request.now, config=config
+        backend,
+        subqueries,
+        intent=plan.intent,
+        filters=filters,
+        now=request.now,
+        config=config,
+        extra=channels,
     )
 
 

@@ -1,7 +1,8 @@
 """Multi-channel retrieval: every subquery on every channel in use, fused by RRF.
 
 Channels follow the backend's capabilities and ``PipelineConfig.channel_weights``: ``keyword`` and
-``recall`` (the backend's own ranking, with the planned intent when it takes one). They run
+``recall`` (the backend's own ranking, with the planned intent when it takes one), plus any plugin
+channel the configuration enables (a dense channel, say) on backends it supports. They run
 concurrently, each under the stage timeout; a channel that fails or overruns becomes a warning and
 the others still count. Filters go to the backend when it can apply them and are always re-applied
 here, as is the "as of now" rule: a memory created after the question was asked is invisible.
@@ -29,6 +30,7 @@ from memory_orchestrator.ports import (
     MemoryBackend,
     MemoryRecord,
     RecallQuery,
+    RetrievalChannel,
     TimeRange,
 )
 
@@ -69,12 +71,16 @@ async def retrieve(
     filters: Filters,
     now: datetime,
     config: PipelineConfig,
+    extra: Sequence[RetrievalChannel] = (),
 ) -> RetrievalOutcome:
     """Run every subquery on every channel concurrently and fuse the lists (see module docstring)."""
     native = native_filters(filters, backend.capabilities)
     channels = channel_weights(backend.capabilities, config)
     specs = _list_specs(backend, subqueries, channels, intent, native, now, config)
+    skipped: list[str] = []
+    specs.extend(_extra_specs(backend, subqueries, extra, native, now, config, skipped))
     outcome = RetrievalOutcome(channels_run=len(specs))
+    outcome.warnings.extend(skipped)
     if not specs:
         outcome.warnings.append(f"backend {backend.name} offers no retrieval channel")
         return outcome
@@ -230,6 +236,38 @@ def _list_specs(
                 _ListSpec(f"recall#{index}", "recall", index, weight_recall, _recall_call(backend, query))
             )
     return specs
+
+
+def _extra_specs(
+    backend: MemoryBackend,
+    subqueries: Sequence[str],
+    extra: Sequence[RetrievalChannel],
+    native: Filters,
+    now: datetime,
+    config: PipelineConfig,
+    skipped: list[str],
+) -> list[_ListSpec]:
+    """Lists of the plugin channels that run on ``backend`` (a channel weighted 0 is off)."""
+    specs: list[_ListSpec] = []
+    limit = config.candidates_per_channel
+    for channel in extra:
+        weight = config.channel_weights.get(channel.name, 1.0)
+        if weight <= 0:
+            continue
+        if not channel.supports(backend):
+            skipped.append(f"channel {channel.name} does not run on backend {backend.name}; not used")
+            continue
+        for index, text in enumerate(subqueries):
+            share = weight if index == 0 else weight * SUBQUERY_WEIGHT
+            call = _channel_call(channel, backend, text, limit, native, now)
+            specs.append(_ListSpec(f"{channel.name}#{index}", channel.name, index, share, call))
+    return specs
+
+
+def _channel_call(
+    channel: RetrievalChannel, backend: MemoryBackend, text: str, limit: int, native: Filters, now: datetime
+) -> Callable[[], Awaitable[list[Hit]]]:
+    return lambda: channel.search(backend, text, limit=limit, filters=native, now=now)
 
 
 def _keyword_call(

@@ -15,7 +15,7 @@ from memory_orchestrator.domain.orchestrator import Orchestrator
 from memory_orchestrator.entrypoints.retrying_backend import RetryingBackend, RetryPolicy
 from memory_orchestrator.entrypoints.settings import Settings
 from memory_orchestrator.plugins.manager import PluginManager, load_plugins
-from memory_orchestrator.ports import MemoryBackend, PluginError, Scorer, TraceStore
+from memory_orchestrator.ports import MemoryBackend, PluginError, RetrievalChannel, Scorer, TraceStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +28,7 @@ class Runtime:
     plugins: PluginManager
     scorers: tuple[Scorer, ...] = ()
     traces: TraceStore | None = None
+    channels: tuple[RetrievalChannel, ...] = ()
 
 
 def build_plugins(settings: Settings) -> PluginManager:
@@ -70,6 +71,19 @@ def build_scorers(settings: Settings, plugins: PluginManager) -> tuple[Scorer, .
     return tuple(plugins.create_scorer(name, settings.scorers.options.get(name, {})) for name in names)
 
 
+def build_channels(settings: Settings, plugins: PluginManager) -> tuple[RetrievalChannel, ...]:
+    """The plugin retrieval channels ``channels.enabled`` names (none by default)."""
+    section = settings.channels
+    named = set(section.enabled) | set(section.options) | set(section.weights)
+    unknown = sorted(named - set(plugins.channels))
+    if unknown:
+        raise PluginError(
+            f"unregistered channel(s) in [channels]: {', '.join(unknown)} "
+            f"(registered: {', '.join(sorted(plugins.channels)) or 'none'})"
+        )
+    return tuple(plugins.create_channel(name, section.options.get(name, {})) for name in section.enabled)
+
+
 def build_trace_store(settings: Settings) -> TraceStore | None:
     """The persistent trace store next to the data, or ``None`` when traces are not stored."""
     if not settings.features.store_traces or settings.traces.retention == 0:
@@ -82,9 +96,11 @@ def build_orchestrator(
     backend: MemoryBackend,
     scorers: tuple[Scorer, ...],
     traces: TraceStore | None,
+    channels: tuple[RetrievalChannel, ...] = (),
 ) -> Orchestrator:
     """The domain Orchestrator wired with the configured pipeline."""
-    return Orchestrator(backend, config=settings.pipeline_config(), scorers=scorers, traces=traces)
+    config = settings.pipeline_config()
+    return Orchestrator(backend, config=config, scorers=scorers, traces=traces, channels=channels)
 
 
 @contextlib.asynccontextmanager
@@ -112,13 +128,14 @@ async def open_runtime(
     """Open backend and trace store, build the Orchestrator, close everything on exit."""
     plugins = plugins or build_plugins(settings)
     scorers = build_scorers(settings, plugins)
+    channels = build_channels(settings, plugins)
     traces = build_trace_store(settings)
     async with contextlib.AsyncExitStack() as stack:
         backend = await stack.enter_async_context(open_backend(settings, plugins, store=store))
         if traces is not None:
             await traces.open()
             stack.push_async_callback(traces.aclose)
-        orchestrator = build_orchestrator(settings, backend, scorers, traces)
+        orchestrator = build_orchestrator(settings, backend, scorers, traces, channels)
         yield Runtime(
             backend=backend,
             orchestrator=orchestrator,
@@ -126,4 +143,5 @@ async def open_runtime(
             plugins=plugins,
             scorers=scorers,
             traces=traces,
+            channels=channels,
         )

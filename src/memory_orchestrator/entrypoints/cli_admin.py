@@ -18,7 +18,7 @@ config_app = typer.Typer(help="Inspect the configuration.", no_args_is_help=True
 
 
 def plugins(ctx: typer.Context, as_json: JsonOption = False) -> None:
-    """List the loaded plugins and the backends and scorers each registers."""
+    """List the loaded plugins and the backends, scorers and channels each registers."""
 
     def action() -> dict[str, Any]:
         manager = build_plugins(settings_of(ctx))
@@ -26,6 +26,7 @@ def plugins(ctx: typer.Context, as_json: JsonOption = False) -> None:
             "plugins": [info.to_dict() for info in manager.plugins()],
             "backends": {name: reg.plugin for name, reg in sorted(manager.backends.items())},
             "scorers": {name: reg.plugin for name, reg in sorted(manager.scorers.items())},
+            "channels": {name: reg.plugin for name, reg in sorted(manager.channels.items())},
         }
 
     data = guarded(action)
@@ -39,10 +40,12 @@ def plugins(ctx: typer.Context, as_json: JsonOption = False) -> None:
             p["version"],
             ", ".join(p["backends"]) or "-",
             ", ".join(p["scorers"]) or "-",
+            ", ".join(p["channels"]) or "-",
         )
         for p in data["plugins"]
     ]
-    out.console.print(out.table("plugins", ("plugin", "from", "version", "backends", "scorers"), rows))
+    columns = ("plugin", "from", "version", "backends", "scorers", "channels")
+    out.console.print(out.table("plugins", columns, rows))
 
 
 @config_app.command("show")

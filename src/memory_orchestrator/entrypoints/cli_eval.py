@@ -162,6 +162,14 @@ def evaluate(
     ] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar on stderr.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole summary as JSON.")] = False,
+    channel: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--channel",
+            help="A plugin retrieval channel (e.g. dense) to add as extra modes; repeatable. "
+            "Default: the channels [channels] enables.",
+        ),
+    ] = None,
 ) -> None:
     """Evaluate retrieval on a dataset: every store in a fresh backend, every query in every mode."""
     if ctx.invoked_subcommand is not None:
@@ -171,7 +179,7 @@ def evaluate(
     name = backend or state_of(ctx).backend or "sqlite"
     ks = guarded(lambda: parse_ints(k, "--k"))
     modes = guarded(lambda: parse_modes(mode))
-    options = EvalOptions(dataset, corpus, out, progress)
+    options = EvalOptions(dataset, corpus, out, progress, tuple(dict.fromkeys(channel or ())))
     summary = run(lambda: _evaluate(ctx, name, options, modes, ks, budget_tokens, limit))
     if as_json:
         print_json(summary)
@@ -188,6 +196,8 @@ class EvalOptions:
     corpus: Path | None
     out: Path | None
     progress: bool
+    #: Plugin retrieval channels evaluated as extra modes (default: those ``[channels]`` enables).
+    channels: tuple[str, ...] = ()
 
 
 async def _evaluate(
@@ -202,9 +212,13 @@ async def _evaluate(
     settings = settings_of(ctx)
     plugins = build_plugins(settings)
     check_backend(plugins, name)
+    names = options.channels or tuple(settings.channels.enabled)
+    channels = [
+        plugins.create_channel(channel, settings.channels.options.get(channel, {})) for channel in names
+    ]
     config = EvalConfig(
         backend=name, modes=modes, ks=ks, budget_tokens=budget_tokens, query_limit=limit,
-        pipeline=settings.pipeline_config(),
+        pipeline=settings.pipeline_config(), channels=names,
     )  # fmt: skip
     dataset = options.dataset
     label = dataset.stem if dataset.is_file() else dataset.name
@@ -212,7 +226,9 @@ async def _evaluate(
         stores = _load(dataset, options.corpus, workdir)
         maker = backend_maker(settings, plugins, name, workdir)
         scorers = build_scorers(settings, plugins)
-        result = await run_evaluation(stores, maker, config, label=label, scorers=scorers, progress=bar)
+        result = await run_evaluation(
+            stores, maker, config, label=label, scorers=scorers, progress=bar, channels=channels
+        )
     return write_eval_report(result, options.out or Path("eval") / "reports" / f"{label}-{name}")
 
 

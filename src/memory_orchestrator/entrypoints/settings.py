@@ -39,6 +39,7 @@ from memory_orchestrator.entrypoints.settings_sections import (
     AuthToken,
     BackendSection,
     CacheSection,
+    ChannelsSection,
     FeaturesSection,
     HttpSection,
     MnemonSection,
@@ -58,6 +59,7 @@ __all__ = [
     "AuthToken",
     "BackendSection",
     "CacheSection",
+    "ChannelsSection",
     "FeaturesSection",
     "HttpSection",
     "MnemonSection",
@@ -173,6 +175,7 @@ class Settings(BaseSettings):
     backend: BackendSection = BackendSection()
     plugins: PluginsSection = PluginsSection()
     scorers: ScorersSection = ScorersSection()
+    channels: ChannelsSection = ChannelsSection()
     pipeline: PipelineSection = PipelineSection()
     retry: RetrySection = RetrySection()
     traces: TracesSection = TracesSection()
@@ -237,7 +240,7 @@ class Settings(BaseSettings):
             max_top_k=section.max_top_k,
             candidates_per_channel=section.candidates_per_channel,
             rrf_k=section.rrf_k,
-            channel_weights=dict(section.channel_weights),
+            channel_weights={**self.channels.weights, **dict(section.channel_weights)},
             edge_weights=section.edge_weights,
             allowed_edge_types=tuple(section.allowed_edge_types),
             expansion=ExpansionLimits(

@@ -107,6 +107,23 @@ class ScorersSection(Section):
     options: dict[str, dict[str, Any]] = Field(default_factory=dict)
 
 
+class ChannelsSection(Section):
+    """Plugin retrieval channels (e.g. a dense one): off unless named in ``enabled``."""
+
+    enabled: list[str] = Field(default_factory=list)
+    #: Fusion weight per enabled channel (default 1.0, the keyword channel's); 0 turns it off.
+    weights: dict[str, float] = Field(default_factory=dict)
+    options: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @field_validator("weights")
+    @classmethod
+    def _weights_valid(cls, value: dict[str, float]) -> dict[str, float]:
+        for channel, weight in value.items():
+            if not 0 <= weight <= 10:
+                raise ValueError(f"{channel} must lie in [0, 10], got {weight}")
+        return value
+
+
 class RetrySection(Section):
     """How a retryable backend failure (BackendUnavailable) is retried."""
 

@@ -211,6 +211,11 @@ def _ingest_lines(summary: Mapping[str, Any]) -> list[str]:
             f"| {row['store']} | {row['written']} | {row['links']} | {'yes' if row['backdated'] else 'NO'} | "
             f"{row['seconds']:.2f} | {row['memories_per_s']:.0f} |"
         )
+    channels = summary.get("channel_index") or {}
+    if channels:
+        lines += ["", "| channel | memories indexed | seconds | memories/s |", "|---|---|---|---|"]
+        for name, row in channels.items():
+            lines.append(f"| {name} | {row['embedded']:.0f} | {row['seconds']:.2f} | {row['per_s']:.0f} |")
     warnings = summary.get("warnings") or []
     if warnings:
         lines += ["", f"{len(warnings)} warning(s), first ones:", ""]

@@ -7,7 +7,9 @@ Modes:
 - ``orchestrated``: ``Orchestrator.search`` without graph expansion;
 - ``expanded``: ``Orchestrator.search`` with expansion;
 - ``context``: ``Orchestrator.context`` under a token budget: how much gold evidence survives packing;
-- ``bm25``: the ``bm25s`` baseline over the same corpus, always computed.
+- ``bm25``: the ``bm25s`` baseline over the same corpus, always computed;
+- ``orchestrated+NAME`` / ``expanded+NAME``: the same two modes with the plugin retrieval channels
+  of ``EvalConfig.channels`` fused in (a dense channel, say), so one report shows them on and off.
 
 Every query runs "as of" its ``now``. The runner knows nothing of settings or plugins: the caller
 passes a ``BackendMaker`` that builds a fresh, unopened backend per store (the CLI builds it through the
@@ -36,6 +38,7 @@ from memory_orchestrator.ports import (
     MemoryBackend,
     OrchestratorError,
     RecallQuery,
+    RetrievalChannel,
     Scorer,
 )
 from memory_orchestrator.ports.text import content_hash
@@ -79,6 +82,16 @@ class EvalConfig:
     #: Run only the first N queries of each store (``None``: all of them).
     query_limit: int | None = None
     pipeline: PipelineConfig = field(default_factory=PipelineConfig)
+    #: Plugin retrieval channels evaluated as extra modes (``expanded+dense`` ...).
+    channels: tuple[str, ...] = ()
+
+    @property
+    def channel_modes(self) -> tuple[str, ...]:
+        """The extra modes the channels add: ``orchestrated+NAMES`` and ``expanded+NAMES``."""
+        if not self.channels:
+            return ()
+        label = "+".join(self.channels)
+        return tuple(f"{mode}+{label}" for mode in ("orchestrated", "expanded") if mode in self.modes)
 
     def __post_init__(self) -> None:
         unknown = [mode for mode in self.modes if mode not in MODES]
@@ -130,6 +143,8 @@ class StoreRun:
     ingest: IngestReport
     backend_version: str = ""
     queries: list[QueryOutcome] = field(default_factory=list)
+    #: Per channel: memories embedded after ingestion and the seconds it took.
+    channel_index: dict[str, dict[str, float]] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
 
 
@@ -154,12 +169,16 @@ async def run_evaluation(
     label: str = "dataset",
     scorers: Sequence[Scorer] = (),
     progress: RunProgress | None = None,
+    channels: Sequence[RetrievalChannel] = (),
 ) -> EvalRun:
     """Evaluate every store of ``datasets`` in a fresh backend each; returns the raw outcomes."""
     progress = progress or SilentProgress()
+    if tuple(channel.name for channel in channels) != config.channels:
+        raise InvalidRequest("the channels passed must be the ones EvalConfig.channels names")
     run = EvalRun(config=config, dataset=label, started_at=datetime.now(UTC), versions=versions())
     for dataset in datasets:
-        run.stores.append(await _run_store(dataset, make_backend(dataset.name), config, scorers, progress))
+        backend = make_backend(dataset.name)
+        run.stores.append(await _run_store(dataset, backend, config, scorers, progress, channels))
     run.finished_at = datetime.now(UTC)
     return run
 
@@ -170,6 +189,7 @@ async def _run_store(
     config: EvalConfig,
     scorers: Sequence[Scorer],
     progress: RunProgress,
+    channels: Sequence[RetrievalChannel],
 ) -> StoreRun:
     queries = dataset.queries[: config.query_limit] if config.query_limit else dataset.queries
     async with backend:
@@ -178,13 +198,36 @@ async def _run_store(
         store = StoreRun(dataset.name, len(dataset.memories), report, warnings=list(report.warnings))
         store.backend_version = await _backend_version(backend)
         orchestrator = Orchestrator(backend, config=config.pipeline, scorers=scorers)
+        with_channels = None
+        if channels:
+            store.channel_index = await _index_channels(backend, channels, store.warnings)
+            with_channels = Orchestrator(backend, config=config.pipeline, scorers=scorers, channels=channels)
         baseline = Bm25Baseline(dataset.memories)
-        evaluator = _QueryEvaluator(dataset, report, backend, orchestrator, baseline, config)
+        evaluator = _QueryEvaluator(dataset, report, backend, orchestrator, baseline, config, with_channels)
         progress.stage(f"querying {dataset.name}", len(queries))
         for query in queries:
             store.queries.append(await evaluator.evaluate(query))
             progress.advance()
     return store
+
+
+async def _index_channels(
+    backend: MemoryBackend, channels: Sequence[RetrievalChannel], warnings: list[str]
+) -> dict[str, dict[str, float]]:
+    """Let each channel index the fresh store before the queries (timed: the channel's index cost)."""
+    done: dict[str, dict[str, float]] = {}
+    for channel in channels:
+        if not channel.supports(backend):
+            warnings.append(f"channel {channel.name} does not run on backend {backend.name}")
+            continue
+        index = getattr(channel, "index", None)
+        if index is None:
+            continue
+        started = time.perf_counter()
+        report = await index(backend)
+        seconds = time.perf_counter() - started
+        done[channel.name] = {"embedded": float(getattr(report, "embedded", 0)), "seconds": round(seconds, 3)}
+    return done
 
 
 async def _backend_version(backend: MemoryBackend) -> str:
@@ -206,6 +249,7 @@ class _QueryEvaluator:
         orchestrator: Orchestrator,
         baseline: Bm25Baseline,
         config: EvalConfig,
+        with_channels: Orchestrator | None = None,
     ) -> None:
         self._dataset = dataset
         self._to_dataset = {backend_id: dataset_id for dataset_id, backend_id in report.ids.items()}
@@ -214,6 +258,7 @@ class _QueryEvaluator:
         self._orchestrator = orchestrator
         self._baseline = baseline
         self._config = config
+        self._with_channels = with_channels
 
     async def evaluate(self, query: DatasetQuery) -> QueryOutcome:
         """Every configured mode plus the baseline for ``query``."""
@@ -229,6 +274,9 @@ class _QueryEvaluator:
         }
         for mode in self._config.modes:
             outcome.modes[mode] = await self._timed(runners[mode], query, judgement, outcome)
+        for mode in self._config.channel_modes:
+            call = self._expanded_plus if mode.startswith("expanded") else self._orchestrated_plus
+            outcome.modes[mode] = await self._timed(call, query, judgement, outcome)
         outcome.modes[BASELINE] = await self._timed(self._bm25, query, judgement, outcome)
         return outcome
 
@@ -284,9 +332,11 @@ class _QueryEvaluator:
         hits = await self._backend.search(query.query, limit=self._config.max_k, now=query.now)
         return [[self._dataset_id(hit.record.id)] for hit in hits], {}
 
-    async def _search(self, query: DatasetQuery, expand: bool) -> tuple[list[list[str]], dict[str, Any]]:
+    async def _search(
+        self, query: DatasetQuery, expand: bool, orchestrator: Orchestrator | None = None
+    ) -> tuple[list[list[str]], dict[str, Any]]:
         request = SearchRequest(query.query, top_k=self._config.max_k, expand=expand, now=query.now)
-        result = await self._orchestrator.search(request)
+        result = await (orchestrator or self._orchestrator).search(request)
         extra: dict[str, Any] = {
             "planned_intent": result.plan.intent.value,
             "strategy": result.plan.strategy,
@@ -300,6 +350,12 @@ class _QueryEvaluator:
 
     async def _expanded(self, query: DatasetQuery) -> tuple[list[list[str]], dict[str, Any]]:
         return await self._search(query, expand=True)
+
+    async def _orchestrated_plus(self, query: DatasetQuery) -> tuple[list[list[str]], dict[str, Any]]:
+        return await self._search(query, False, self._with_channels)
+
+    async def _expanded_plus(self, query: DatasetQuery) -> tuple[list[list[str]], dict[str, Any]]:
+        return await self._search(query, True, self._with_channels)
 
     async def _context(self, query: DatasetQuery) -> tuple[list[list[str]], dict[str, Any]]:
         budget = Budget(max_items=self._config.max_k, max_tokens=self._config.budget_tokens)

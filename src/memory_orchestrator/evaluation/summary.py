@@ -44,8 +44,8 @@ def json_safe(value: Any) -> Any:
 
 
 def mode_names(run: EvalRun) -> list[str]:
-    """Modes in report order: the configured ones, then the baseline."""
-    return [*run.config.modes, BASELINE]
+    """Modes in report order: the configured ones, those with plugin channels, then the baseline."""
+    return [*run.config.modes, *run.config.channel_modes, BASELINE]
 
 
 def headline_queries(queries: Sequence[QueryOutcome]) -> tuple[str, list[QueryOutcome]]:
@@ -191,6 +191,7 @@ def summarise(run: EvalRun) -> dict[str, Any]:
         },
         "config": json_safe(run.config),
         "ingest": [_ingest_row(store) for store in run.stores],
+        "channel_index": _channel_index(run),
         "headline": {"set": label, "queries": len(headline), "modes": aggregate_modes(headline, modes, ks)},
         "overall": {"queries": len(queries), "modes": aggregate_modes(queries, modes, ks)},
         "slices": by_slice,
@@ -216,6 +217,20 @@ def _ingest_row(store: Any) -> dict[str, Any]:
         "memories_per_s": report.written / report.seconds if report.seconds else 0.0,
         "warnings": len(report.warnings),
     }
+
+
+def _channel_index(run: EvalRun) -> dict[str, dict[str, float]]:
+    """Per plugin channel: memories it indexed over all stores, the seconds it took, the rate."""
+    totals: dict[str, dict[str, float]] = {}
+    for store in run.stores:
+        for channel, row in store.channel_index.items():
+            total = totals.setdefault(channel, {"embedded": 0.0, "seconds": 0.0})
+            total["embedded"] += row.get("embedded", 0.0)
+            total["seconds"] += row.get("seconds", 0.0)
+    for total in totals.values():
+        total["per_s"] = round(total["embedded"] / total["seconds"], 1) if total["seconds"] else 0.0
+        total["seconds"] = round(total["seconds"], 2)
+    return totals
 
 
 def _errors(queries: Sequence[QueryOutcome], modes: Sequence[str]) -> dict[str, Any]:

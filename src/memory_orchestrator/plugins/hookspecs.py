@@ -11,12 +11,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from memory_orchestrator.plugins.markers import hookspec
-from memory_orchestrator.ports import BackendFactory, ScorerFactory
+from memory_orchestrator.ports import BackendFactory, ChannelFactory, ScorerFactory
 
 #: ``register(name, factory)`` for backends.
 RegisterBackend = Callable[[str, BackendFactory], None]
 #: ``register(name, factory)`` for scorers.
 RegisterScorer = Callable[[str, ScorerFactory], None]
+#: ``register(name, factory)`` for retrieval channels.
+RegisterChannel = Callable[[str, ChannelFactory], None]
 
 
 @hookspec
@@ -42,6 +44,22 @@ def register_scorers(register: RegisterScorer) -> None:
             and used in the ``[scorers]`` configuration section) and ``factory`` (a callable
             ``factory(options) -> Scorer`` building a :class:`memory_orchestrator.ports.Scorer`
             from its options mapping, e.g. ``{"weight": 0.1}``).
+
+    Registering a name that another plugin already registered is an error naming both plugins.
+    """
+
+
+@hookspec
+def register_channels(register: RegisterChannel) -> None:
+    """Register retrieval channels by calling ``register(name, factory)`` once per channel.
+
+    Arguments:
+        register: callable taking ``name`` (str, the channel's name in traces, in
+            ``pipeline.channel_weights`` and in the ``[channels]`` configuration section) and
+            ``factory`` (a callable ``factory(options) -> RetrievalChannel``, see
+            :class:`memory_orchestrator.ports.RetrievalChannel`). A channel is only used when the
+            configuration enables it (``channels.enabled``); loading a model belongs in the channel's
+            first search, not in the factory.
 
     Registering a name that another plugin already registered is an error naming both plugins.
     """

@@ -1,17 +1,17 @@
-"""Discovers plugins through entry points and collects the backends and scorers they register."""
+"""Discovers plugins through entry points and collects the backends, scorers and channels they register."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any
+from typing import Any, cast
 
 import pluggy
 
 from memory_orchestrator.plugins import hookspecs
 from memory_orchestrator.plugins.markers import ENTRY_POINT_GROUP, PROJECT_NAME
-from memory_orchestrator.ports import MemoryBackend, OrchestratorError, PluginError, Scorer
+from memory_orchestrator.ports import MemoryBackend, OrchestratorError, PluginError, RetrievalChannel, Scorer
 
 #: The distribution whose entry points are the built-in plugins (always loaded).
 BUILTIN_DISTRIBUTION = "mnemon-memory-orchestrator"
@@ -39,6 +39,7 @@ class PluginInfo:
     builtin: bool
     backends: tuple[str, ...]
     scorers: tuple[str, ...]
+    channels: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe form."""
@@ -49,6 +50,7 @@ class PluginInfo:
             "builtin": self.builtin,
             "backends": list(self.backends),
             "scorers": list(self.scorers),
+            "channels": list(self.channels),
         }
 
 
@@ -131,6 +133,11 @@ class PluginManager:
         """Registered scorer factories by name."""
         return self._collect()["scorer"]
 
+    @property
+    def channels(self) -> Mapping[str, Registration]:
+        """Registered retrieval channel factories by name."""
+        return self._collect()["channel"]
+
     def create_backend(self, name: str, options: Mapping[str, Any]) -> MemoryBackend:
         """Build (not open) the backend registered as ``name``."""
         registration = self.backends.get(name)
@@ -153,6 +160,20 @@ class PluginManager:
             raise PluginError(f"plugin {registration.plugin!r}: scorer {name!r} is not a Scorer")
         return scorer
 
+    def create_channel(self, name: str, options: Mapping[str, Any]) -> RetrievalChannel:
+        """Build the retrieval channel registered as ``name``."""
+        registration = self.channels.get(name)
+        if registration is None:
+            known = ", ".join(sorted(self.channels)) or "none"
+            raise PluginError(f"channel {name!r} is not registered by any plugin (available: {known})")
+        channel = _build(registration, options)
+        if not all(hasattr(channel, attribute) for attribute in ("name", "supports", "search")):
+            raise PluginError(
+                f"plugin {registration.plugin!r}: channel {name!r} is not a RetrievalChannel "
+                "(it needs name, supports and search)"
+            )
+        return cast(RetrievalChannel, channel)
+
     def plugins(self) -> list[PluginInfo]:
         """Every registered plugin with what it provides, sorted by name."""
         registry = self._collect()
@@ -167,6 +188,7 @@ class PluginManager:
                     builtin=builtin,
                     backends=tuple(sorted(r.name for r in registry["backend"].values() if r.plugin == name)),
                     scorers=tuple(sorted(r.name for r in registry["scorer"].values() if r.plugin == name)),
+                    channels=tuple(sorted(r.name for r in registry["channel"].values() if r.plugin == name)),
                 )
             )
         return infos
@@ -176,6 +198,7 @@ class PluginManager:
             self._registry = {
                 "backend": self._call_register_hook("register_backends", "backend"),
                 "scorer": self._call_register_hook("register_scorers", "scorer"),
+                "channel": self._call_register_hook("register_channels", "channel"),
             }
         return self._registry
 

@@ -12,6 +12,13 @@ from memory_orchestrator.ports.backend import (
     ScorerFactory,
     remember_all,
 )
+from memory_orchestrator.ports.channels import (
+    ChannelFactory,
+    RetrievalChannel,
+    VectorPage,
+    VectorStore,
+    stores_vectors,
+)
 from memory_orchestrator.ports.clock import (
     Clock,
     FixedClock,
@@ -80,6 +87,7 @@ __all__ = [
     "Capabilities",
     "Change",
     "ChangeKind",
+    "ChannelFactory",
     "Clock",
     "Edge",
     "EdgeType",
@@ -98,6 +106,7 @@ __all__ = [
     "OrchestratorError",
     "PluginError",
     "RecallQuery",
+    "RetrievalChannel",
     "Scorer",
     "ScorerFactory",
     "ScoringContext",
@@ -105,10 +114,13 @@ __all__ = [
     "TimeRange",
     "TimestampOutOfRange",
     "TraceStore",
+    "VectorPage",
+    "VectorStore",
     "WriteAction",
     "WriteResult",
     "ensure_utc",
     "format_timestamp",
     "parse_timestamp",
     "remember_all",
+    "stores_vectors",
 ]

@@ -14,6 +14,7 @@ from pathlib import Path
 import aiosqlite
 
 from memory_orchestrator.adapters.sqlite import graph, retrieval, writes
+from memory_orchestrator.adapters.sqlite import vectors as vector_rows
 from memory_orchestrator.adapters.sqlite.health import health_report
 from memory_orchestrator.adapters.sqlite.records import active_records, select_records
 from memory_orchestrator.adapters.sqlite.rows import MEMORY_COLUMNS, stamp
@@ -39,6 +40,7 @@ from memory_orchestrator.ports import (
     OrchestratorError,
     RecallQuery,
     SystemClock,
+    VectorPage,
     WriteAction,
     WriteResult,
     ensure_utc,
@@ -82,8 +84,8 @@ class SqliteBackend(AsyncLifecycle):
 
     @property
     def capabilities(self) -> Capabilities:
-        """Everything but vector search and intent-aware recall."""
-        return Capabilities(vector_search=False, intent_recall=False)
+        """Everything but intent-aware recall; vectors are stored for a plugin's dense channel."""
+        return Capabilities(vector_search=True, intent_recall=False)
 
     # -- life cycle -----------------------------------------------------------------------------
 
@@ -328,6 +330,28 @@ class SqliteBackend(AsyncLifecycle):
     async def health(self, *, probe: bool = False) -> BackendHealth:
         """File, schema and FTS checks; with ``probe`` a write/read/delete round trip on a scratch table."""
         return await health_report(self, probe=probe)
+
+    # -- vectors (ports.VectorStore) -----------------------------------------------------------
+
+    async def put_vectors(self, space: str, vectors: Sequence[tuple[str, bytes]]) -> int:
+        """Store vectors of active memories in ``space``; returns how many were stored."""
+        vector_rows.check_space(space)
+        async with self._transaction("put_vectors") as db:
+            return await vector_rows.put(db, space, vectors)
+
+    async def vectors_after(self, space: str, cursor: int, *, limit: int) -> VectorPage:
+        """Vectors of ``space`` stored after ``cursor``, oldest first."""
+        vector_rows.check_space(space)
+        validate_limit(limit)
+        with self._translated("vectors_after"):
+            return await vector_rows.after(self.db, space, cursor, limit)
+
+    async def without_vectors(self, space: str, *, limit: int) -> list[MemoryRecord]:
+        """Active memories with no vector in ``space`` yet, oldest first."""
+        vector_rows.check_space(space)
+        validate_limit(limit)
+        with self._translated("without_vectors"):
+            return await vector_rows.missing(self.db, space, limit)
 
     async def count(self, *, include_forgotten: bool = False) -> int:
         """Number of stored memories (active only unless asked)."""

@@ -101,8 +101,22 @@ INSERT INTO memories_fts (rowid, tokens) SELECT rowid, tokens FROM memories_fts_
 DROP TABLE memories_fts_v1;
 """
 
+# Version 3: vectors a plugin's dense channel keeps beside the memories, one row per (space, memory);
+# ``seq`` orders the stores so a channel loads only what is new.
+SCHEMA_V3 = """
+CREATE TABLE IF NOT EXISTS vectors (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    space TEXT NOT NULL,
+    memory_id TEXT NOT NULL,
+    memory_rowid INTEGER NOT NULL,
+    vector BLOB NOT NULL
+);
+CREATE UNIQUE INDEX IF NOT EXISTS vectors_memory ON vectors(space, memory_id);
+CREATE INDEX IF NOT EXISTS vectors_space_rowid ON vectors(space, memory_rowid);
+"""
+
 #: (version, script) in order; a database at version N runs every script above N.
-MIGRATIONS: tuple[tuple[int, str], ...] = ((1, SCHEMA_V1), (2, SCHEMA_V2))
+MIGRATIONS: tuple[tuple[int, str], ...] = ((1, SCHEMA_V1), (2, SCHEMA_V2), (3, SCHEMA_V3))
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 
