@@ -7,7 +7,7 @@ from typing import Any
 
 from typer.testing import CliRunner
 
-from memory_orchestrator.entrypoints.cli import app
+from memory_orchestrator.entrypoints.cli.app import app
 
 runner = CliRunner()
 

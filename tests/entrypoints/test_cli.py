@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from cli_harness import invoke, invoke_json, runner
-from memory_orchestrator.entrypoints import cli
-from memory_orchestrator.entrypoints.cli import app
+from memory_orchestrator.entrypoints.cli import app as cli
+from memory_orchestrator.entrypoints.cli.app import app
 from memory_orchestrator.examples import example_path
 
 pytestmark = pytest.mark.usefixtures("isolated")
@@ -185,7 +185,7 @@ def test_commands_of_other_modules_are_mounted_when_present_and_skipped_when_mis
         assert command in help_text
     before = len(cli.app.registered_commands)
     cli._mount_optional("cli_not_written_yet", "app", "ghost", group=True)
-    cli._mount_optional("cli_eval", "no_such_attribute", "ghost", group=False)
+    cli._mount_optional("cli.evaluate", "no_such_attribute", "ghost", group=False)
     assert len(cli.app.registered_commands) == before
     assert "ghost" not in invoke("--help").stdout
 
@@ -292,8 +292,8 @@ def test_usage_errors_of_the_console_script_are_one_line_with_exit_2(
 def test_the_console_script_answers_version_without_importing_the_cli() -> None:
     probe = (
         "import sys; sys.argv = ['orchestrator', '--version']; "
-        "from memory_orchestrator.entrypoints import console; console.main(); "
-        "heavy = ('mcp', 'typer', 'memory_orchestrator.entrypoints.cli'); "
+        "from memory_orchestrator.entrypoints.cli import console; console.main(); "
+        "heavy = ('mcp', 'typer', 'memory_orchestrator.entrypoints.cli.app'); "
         "print(sorted(m for m in sys.modules if m.startswith(heavy)))"
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

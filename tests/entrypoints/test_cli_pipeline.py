@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from cli_harness import invoke, invoke_json, runner
-from memory_orchestrator.entrypoints.cli import app
+from memory_orchestrator.entrypoints.cli.app import app
 from memory_orchestrator.examples import example_path
 
 NOW = "2026-05-20T09:00:00Z"

@@ -9,15 +9,15 @@ import pytest
 
 from memory_orchestrator.adapters.memory import InMemoryBackend
 from memory_orchestrator.domain.requests import SearchRequest
-from memory_orchestrator.entrypoints.bootstrap import (
+from memory_orchestrator.entrypoints.config.bootstrap import (
     build_backend,
     build_plugins,
     build_scorers,
     open_runtime,
 )
-from memory_orchestrator.entrypoints.retrying_backend import RetryingBackend, RetryPolicy
-from memory_orchestrator.entrypoints.settings import load_settings
+from memory_orchestrator.entrypoints.config.settings import load_settings
 from memory_orchestrator.ports import BackendRejected, BackendUnavailable, NewMemory, PluginError, RecallQuery
+from memory_orchestrator.ports.retrying import RetryingBackend, RetryPolicy
 
 pytestmark = pytest.mark.usefixtures("isolated")
 

@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from memory_orchestrator.adapters.memory import InMemoryBackend
-from memory_orchestrator.entrypoints.cli import app
+from memory_orchestrator.entrypoints.cli.app import app
 from memory_orchestrator.evaluation.datasets import load_dataset
 from memory_orchestrator.evaluation.runner import EvalConfig, run_evaluation
 from memory_orchestrator.evaluation.summary import summarise

@@ -17,7 +17,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from memory_orchestrator.entrypoints.http_limits import HttpLimits, RequestLimitsMiddleware, json_depth
+from memory_orchestrator.entrypoints.mcp.http_limits import HttpLimits, RequestLimitsMiddleware, json_depth
 
 ORCHESTRATOR = str(Path(sys.executable).parent / "orchestrator")
 

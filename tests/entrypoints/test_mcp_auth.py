@@ -11,7 +11,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from memory_orchestrator.entrypoints.auth import (
+from memory_orchestrator.entrypoints.mcp.auth import (
     LOCAL_CALLER,
     BearerAuthMiddleware,
     Caller,

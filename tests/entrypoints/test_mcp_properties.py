@@ -32,9 +32,9 @@ from memory_orchestrator.adapters.memory import InMemoryBackend
 from memory_orchestrator.adapters.sqlite import SqliteBackend
 from memory_orchestrator.domain.config import PipelineConfig
 from memory_orchestrator.domain.orchestrator import Orchestrator
-from memory_orchestrator.entrypoints.mcp_server import build_server
-from memory_orchestrator.entrypoints.mcp_state import ServerOptions
-from memory_orchestrator.entrypoints.mcp_tools import tool_specs
+from memory_orchestrator.entrypoints.mcp.server import build_server
+from memory_orchestrator.entrypoints.mcp.state import ServerOptions
+from memory_orchestrator.entrypoints.mcp.tools import tool_specs
 from memory_orchestrator.ports import FixedClock, MemoryBackend
 
 EXAMPLES = int(os.environ.get("ORCHESTRATOR_PROPERTY_EXAMPLES", "150"))

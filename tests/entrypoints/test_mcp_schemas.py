@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memory_orchestrator.entrypoints.schemas import (
+from memory_orchestrator.entrypoints.mcp.schemas import (
     ContextInput,
     ExpandInput,
     ExplainInput,

@@ -22,7 +22,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
-from memory_orchestrator.entrypoints.auth import hash_token
+from memory_orchestrator.entrypoints.mcp.auth import hash_token
 
 pytestmark = pytest.mark.slow
 

@@ -16,8 +16,8 @@ from mcp import Client
 from memory_orchestrator.adapters.memory import InMemoryBackend
 from memory_orchestrator.domain.config import PipelineConfig
 from memory_orchestrator.domain.orchestrator import Orchestrator
-from memory_orchestrator.entrypoints.mcp_server import build_server
-from memory_orchestrator.entrypoints.mcp_state import ServerOptions
+from memory_orchestrator.entrypoints.mcp.server import build_server
+from memory_orchestrator.entrypoints.mcp.state import ServerOptions
 from memory_orchestrator.ports import BackendUnavailable, FixedClock
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)

@@ -10,7 +10,7 @@ from test_mcp_tools import connected, ok, refused
 from typer.testing import CliRunner
 
 from memory_orchestrator.domain.time_expressions import infer_time_window
-from memory_orchestrator.entrypoints.cli import app
+from memory_orchestrator.entrypoints.cli.app import app
 from memory_orchestrator.ports import InvalidRequest, ensure_utc, parse_timestamp
 
 NOW = datetime(2026, 5, 20, 9, 0, tzinfo=UTC)

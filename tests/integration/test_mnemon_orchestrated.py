@@ -152,8 +152,8 @@ async def test_passthrough_answers_with_mnemons_own_recall(
 
 WORKER = r"""
 import asyncio, json, sys, uuid
-from memory_orchestrator.entrypoints.bootstrap import open_runtime
-from memory_orchestrator.entrypoints.settings import load_settings
+from memory_orchestrator.entrypoints.config.bootstrap import open_runtime
+from memory_orchestrator.entrypoints.config.settings import load_settings
 from memory_orchestrator.domain.requests import WriteRequest
 from memory_orchestrator.ports import NewMemory
 from pathlib import Path

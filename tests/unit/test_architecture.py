@@ -117,9 +117,9 @@ def test_module_respects_the_dependency_rule(path: Path) -> None:
         ("memory_orchestrator.adapters.sqlite.backend", "memory_orchestrator.adapters.sqlite.schema", False),
         ("memory_orchestrator.adapters.sqlite.backend", "memory_orchestrator.adapters.memory", True),
         ("memory_orchestrator.adapters.neo4j.backend", "memory_orchestrator.domain.config", True),
-        ("memory_orchestrator.plugins.builtin", "memory_orchestrator.entrypoints.cli", True),
-        ("memory_orchestrator.evaluation.runner", "memory_orchestrator.entrypoints.bootstrap", True),
-        ("memory_orchestrator.entrypoints.cli", "memory_orchestrator.evaluation.datasets", False),
+        ("memory_orchestrator.plugins.builtin", "memory_orchestrator.entrypoints.cli.app", True),
+        ("memory_orchestrator.evaluation.runner", "memory_orchestrator.entrypoints.config.bootstrap", True),
+        ("memory_orchestrator.entrypoints.cli.app", "memory_orchestrator.evaluation.datasets", False),
     ],
 )
 def test_rule_judges_known_cases(source: str, target: str, broken: bool) -> None:

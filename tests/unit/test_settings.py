@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from memory_orchestrator.domain.config import ExpansionLimits, PipelineConfig
-from memory_orchestrator.entrypoints.settings import (
+from memory_orchestrator.entrypoints.config.settings import (
     PipelineSection,
     find_config_file,
     hash_token,

@@ -13,8 +13,8 @@ from memory_orchestrator.adapters.sqlite.backend import SqliteBackend
 from memory_orchestrator.domain.config import PipelineConfig
 from memory_orchestrator.domain.orchestrator import Orchestrator
 from memory_orchestrator.domain.requests import SearchRequest
-from memory_orchestrator.entrypoints.bootstrap import build_channels
-from memory_orchestrator.entrypoints.settings import Settings
+from memory_orchestrator.entrypoints.config.bootstrap import build_channels
+from memory_orchestrator.entrypoints.config.settings import Settings
 from memory_orchestrator.plugins import hookimpl
 from memory_orchestrator.plugins.manager import PluginManager
 from memory_orchestrator.ports import (

@@ -9,10 +9,10 @@ from typing import Annotated, Any
 import typer
 from rich.text import Text
 
-from memory_orchestrator.entrypoints import cli_output as out
-from memory_orchestrator.entrypoints.bootstrap import build_plugins
-from memory_orchestrator.entrypoints.cli_state import JsonOption, guarded, print_json, settings_of
-from memory_orchestrator.entrypoints.settings import hash_token
+from memory_orchestrator.entrypoints.cli import output as out
+from memory_orchestrator.entrypoints.cli.state import JsonOption, guarded, print_json, settings_of
+from memory_orchestrator.entrypoints.config.bootstrap import build_plugins
+from memory_orchestrator.entrypoints.config.settings import hash_token
 
 config_app = typer.Typer(help="Inspect the configuration.", no_args_is_help=True)
 

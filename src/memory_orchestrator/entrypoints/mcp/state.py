@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import anyio
 
-from memory_orchestrator.entrypoints.auth import Caller
+from memory_orchestrator.entrypoints.mcp.auth import Caller
 from memory_orchestrator.ports import BackendUnavailable, Clock, MemoryBackend, NotFound
 
 _MAX_TRACE_ORIGINS = 10_000

@@ -34,7 +34,7 @@ from memory_orchestrator.domain.config import (
     PipelineConfig,
     RankingWeights,
 )
-from memory_orchestrator.entrypoints.settings_sections import (
+from memory_orchestrator.entrypoints.config.sections import (
     AuthSection,
     AuthToken,
     BackendSection,

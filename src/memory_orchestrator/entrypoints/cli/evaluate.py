@@ -19,10 +19,10 @@ from typing import Annotated, Any
 import typer
 from rich.table import Table
 
-from memory_orchestrator.entrypoints.bootstrap import build_plugins, build_scorers
-from memory_orchestrator.entrypoints.cli_output import SafeConsole
-from memory_orchestrator.entrypoints.cli_state import guarded, print_json, run, settings_of, state_of
-from memory_orchestrator.entrypoints.settings import Settings
+from memory_orchestrator.entrypoints.cli.output import SafeConsole
+from memory_orchestrator.entrypoints.cli.state import guarded, print_json, run, settings_of, state_of
+from memory_orchestrator.entrypoints.config.bootstrap import build_plugins, build_scorers
+from memory_orchestrator.entrypoints.config.settings import Settings
 from memory_orchestrator.evaluation.bench import BenchConfig, run_bench
 from memory_orchestrator.evaluation.bench_report import write_bench_report
 from memory_orchestrator.evaluation.datasets import Dataset, load_dataset

@@ -17,8 +17,11 @@ import typer
 from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 
 from memory_orchestrator import __version__
-from memory_orchestrator.entrypoints import cli_admin, cli_demo, cli_pipeline, cli_store
-from memory_orchestrator.entrypoints.cli_state import CliState
+from memory_orchestrator.entrypoints.cli import admin as cli_admin
+from memory_orchestrator.entrypoints.cli import demo as cli_demo
+from memory_orchestrator.entrypoints.cli import pipeline as cli_pipeline
+from memory_orchestrator.entrypoints.cli import store as cli_store
+from memory_orchestrator.entrypoints.cli.state import CliState
 
 app = typer.Typer(
     name="orchestrator",
@@ -76,9 +79,9 @@ cli_store.register(app)
 cli_pipeline.register(app)
 cli_admin.register(app)
 cli_demo.register(app)
-_mount_optional("cli_eval", "app", "eval", group=True)
-_mount_optional("cli_eval", "bench", "bench", group=False)
-_mount_optional("cli_serve", "serve", "serve", group=False)
+_mount_optional("cli.evaluate", "app", "eval", group=True)
+_mount_optional("cli.evaluate", "bench", "bench", group=False)
+_mount_optional("cli.serve", "serve", "serve", group=False)
 
 
 def main() -> None:

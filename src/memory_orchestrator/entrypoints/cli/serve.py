@@ -16,18 +16,18 @@ from typing import Annotated
 import typer
 
 from memory_orchestrator.adapters.sqlite import store_path as sqlite_store_path
-from memory_orchestrator.entrypoints.auth import TokenGrant, TokenRegistry
-from memory_orchestrator.entrypoints.bootstrap import build_plugins, open_runtime
-from memory_orchestrator.entrypoints.cli_state import settings_of, state_of
-from memory_orchestrator.entrypoints.http_limits import HttpLimits
-from memory_orchestrator.entrypoints.mcp_server import (
+from memory_orchestrator.entrypoints.cli.state import settings_of, state_of
+from memory_orchestrator.entrypoints.config.bootstrap import build_plugins, open_runtime
+from memory_orchestrator.entrypoints.config.settings import Settings
+from memory_orchestrator.entrypoints.mcp.auth import TokenGrant, TokenRegistry
+from memory_orchestrator.entrypoints.mcp.http_limits import HttpLimits
+from memory_orchestrator.entrypoints.mcp.server import (
     build_server,
     configure_logging,
     serve_http,
     serve_stdio,
 )
-from memory_orchestrator.entrypoints.mcp_state import ServerOptions, StoreExists, StoreHandle, StoreOpener
-from memory_orchestrator.entrypoints.settings import Settings
+from memory_orchestrator.entrypoints.mcp.state import ServerOptions, StoreExists, StoreHandle, StoreOpener
 from memory_orchestrator.ports import OrchestratorError
 
 

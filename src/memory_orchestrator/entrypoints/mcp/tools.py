@@ -17,10 +17,10 @@ from pydantic import BaseModel
 
 from memory_orchestrator.domain import provenance, sessions
 from memory_orchestrator.domain.results import edge_to_dict, record_to_dict
-from memory_orchestrator.entrypoints import schemas as s
-from memory_orchestrator.entrypoints import tool_outputs as o
-from memory_orchestrator.entrypoints.auth import ALL_STORES
-from memory_orchestrator.entrypoints.mcp_state import ToolCall, public_warning
+from memory_orchestrator.entrypoints.mcp import outputs as o
+from memory_orchestrator.entrypoints.mcp import schemas as s
+from memory_orchestrator.entrypoints.mcp.auth import ALL_STORES
+from memory_orchestrator.entrypoints.mcp.state import ToolCall, public_warning
 from memory_orchestrator.ports import (
     AccessDenied,
     HealthCheck,
@@ -244,7 +244,7 @@ _WRITES = {"read_only": False}
 
 def tool_specs(*, include_session_tools: bool = True) -> list[ToolSpec]:
     """Every tool of the surface, in the order clients list them."""
-    from memory_orchestrator.entrypoints.mcp_descriptions import DESCRIPTIONS
+    from memory_orchestrator.entrypoints.mcp.descriptions import DESCRIPTIONS
 
     rows: list[tuple[str, str, type[s.StrictInput], type[BaseModel], ToolBody, dict[str, bool]]] = [
         ("memory_context", "Context for a task", s.ContextInput, o.ContextOutput, context, {}),

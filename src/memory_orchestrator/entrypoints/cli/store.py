@@ -9,9 +9,8 @@ import typer
 from rich.text import Text
 
 from memory_orchestrator.domain.results import edge_to_dict, record_to_dict
-from memory_orchestrator.entrypoints import cli_output as out
-from memory_orchestrator.entrypoints.bootstrap import open_backend
-from memory_orchestrator.entrypoints.cli_state import (
+from memory_orchestrator.entrypoints.cli import output as out
+from memory_orchestrator.entrypoints.cli.state import (
     CategoryOption,
     EntityOption,
     JsonOption,
@@ -26,6 +25,7 @@ from memory_orchestrator.entrypoints.cli_state import (
     run,
     settings_of,
 )
+from memory_orchestrator.entrypoints.config.bootstrap import open_backend
 from memory_orchestrator.evaluation.datasets import ingest, load_dataset
 from memory_orchestrator.ports import (
     BackendError,

@@ -18,9 +18,8 @@ from memory_orchestrator.domain.requests import (
     WriteRequest,
 )
 from memory_orchestrator.domain.results import ResultItem, SearchResult, WriteOutcome
-from memory_orchestrator.entrypoints import cli_output as out
-from memory_orchestrator.entrypoints.bootstrap import Runtime, open_runtime
-from memory_orchestrator.entrypoints.cli_state import (
+from memory_orchestrator.entrypoints.cli import output as out
+from memory_orchestrator.entrypoints.cli.state import (
     CategoryOption,
     EntityOption,
     JsonOption,
@@ -35,7 +34,8 @@ from memory_orchestrator.entrypoints.cli_state import (
     run,
     settings_of,
 )
-from memory_orchestrator.entrypoints.cli_trace_view import show_trace
+from memory_orchestrator.entrypoints.cli.trace_view import show_trace
+from memory_orchestrator.entrypoints.config.bootstrap import Runtime, open_runtime
 from memory_orchestrator.ports import Edge, EdgeType, Intent, InvalidRequest, NewMemory, format_timestamp
 
 trace_app = typer.Typer(help="Show or replay stored traces.", no_args_is_help=True)

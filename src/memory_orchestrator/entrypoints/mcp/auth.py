@@ -19,7 +19,7 @@ from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memory_orchestrator.entrypoints.http_limits import read_body, replay
+from memory_orchestrator.entrypoints.mcp.http_limits import read_body, replay
 from memory_orchestrator.ports import AccessDenied
 
 #: Tools that need write rights on the store they touch.

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 
 from memory_orchestrator.adapters.sqlite.trace_store import SqliteTraceStore
 from memory_orchestrator.domain.orchestrator import Orchestrator
-from memory_orchestrator.entrypoints.retrying_backend import RetryingBackend, RetryPolicy
-from memory_orchestrator.entrypoints.settings import Settings
+from memory_orchestrator.entrypoints.config.settings import Settings
 from memory_orchestrator.plugins.manager import PluginManager, load_plugins
 from memory_orchestrator.ports import MemoryBackend, PluginError, RetrievalChannel, Scorer, TraceStore
+from memory_orchestrator.ports.retrying import RetryingBackend, RetryPolicy
 
 
 @dataclass(frozen=True, slots=True)

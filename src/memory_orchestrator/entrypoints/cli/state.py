@@ -13,8 +13,8 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from memory_orchestrator.entrypoints.cli_output import printable
-from memory_orchestrator.entrypoints.settings import Settings, load_settings
+from memory_orchestrator.entrypoints.cli.output import printable
+from memory_orchestrator.entrypoints.config.settings import Settings, load_settings
 from memory_orchestrator.ports import (
     AccessDenied,
     BackendError,

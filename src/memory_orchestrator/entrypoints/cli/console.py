@@ -16,6 +16,6 @@ def main() -> None:
 
         sys.stdout.write(f"orchestrator {__version__}\n")
         return
-    from memory_orchestrator.entrypoints.cli import main as run_cli
+    from memory_orchestrator.entrypoints.cli.app import main as run_cli
 
     run_cli()

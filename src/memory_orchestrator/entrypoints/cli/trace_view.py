@@ -8,7 +8,7 @@ from typing import Any
 
 from rich.text import Text
 
-from memory_orchestrator.entrypoints import cli_output as out
+from memory_orchestrator.entrypoints.cli import output as out
 
 #: Signals shown in the breakdown table, in formula order; others are appended as found.
 SIGNAL_ORDER = (

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from memory_orchestrator.entrypoints.auth import (
+from memory_orchestrator.entrypoints.mcp.auth import (
     LOCAL_CALLER,
     BearerAuthMiddleware,
     Caller,
@@ -36,12 +36,13 @@ from memory_orchestrator.entrypoints.auth import (
     caller_from_scope,
     check_bind,
 )
-from memory_orchestrator.entrypoints.http_limits import (
+from memory_orchestrator.entrypoints.mcp.http_limits import (
     HttpLimits,
     RequestLimitsMiddleware,
     header_timeout_protocol,
 )
-from memory_orchestrator.entrypoints.mcp_state import (
+from memory_orchestrator.entrypoints.mcp.schemas import validate_input
+from memory_orchestrator.entrypoints.mcp.state import (
     ServerOptions,
     ServerState,
     StoreExists,
@@ -49,8 +50,7 @@ from memory_orchestrator.entrypoints.mcp_state import (
     StorePool,
     ToolCall,
 )
-from memory_orchestrator.entrypoints.mcp_tools import ToolSpec, tool_specs
-from memory_orchestrator.entrypoints.schemas import validate_input
+from memory_orchestrator.entrypoints.mcp.tools import ToolSpec, tool_specs
 from memory_orchestrator.ports import (
     AccessDenied,
     BackendError,

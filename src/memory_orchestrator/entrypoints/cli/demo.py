@@ -10,11 +10,11 @@ from rich.rule import Rule
 from rich.text import Text
 
 from memory_orchestrator.domain.requests import Budget, ContextRequest, SearchRequest
-from memory_orchestrator.entrypoints import cli_output as out
-from memory_orchestrator.entrypoints.bootstrap import Runtime, open_runtime
-from memory_orchestrator.entrypoints.cli_pipeline import show_search, show_warnings
-from memory_orchestrator.entrypoints.cli_state import JsonOption, print_json, run, settings_of
-from memory_orchestrator.entrypoints.cli_trace_view import show_trace
+from memory_orchestrator.entrypoints.cli import output as out
+from memory_orchestrator.entrypoints.cli.pipeline import show_search, show_warnings
+from memory_orchestrator.entrypoints.cli.state import JsonOption, print_json, run, settings_of
+from memory_orchestrator.entrypoints.cli.trace_view import show_trace
+from memory_orchestrator.entrypoints.config.bootstrap import Runtime, open_runtime
 from memory_orchestrator.evaluation.datasets import ingest, load_dataset
 from memory_orchestrator.examples import example_path
 

@@ -1,0 +1,1 @@
+"""Entrypoints: the command-line interface (typer): one module per command group."""

@@ -1,0 +1,1 @@
+"""Entrypoints: settings (TOML, environment), the composition root (bootstrap) and process-wide services."""

@@ -1,0 +1,1 @@
+"""Entrypoints: the MCP server: tools, their schemas and text, HTTP transport limits and auth."""
