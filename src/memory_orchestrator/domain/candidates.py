@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from memory_orchestrator.domain.results import PathStep
 from memory_orchestrator.ports import MemoryRecord
@@ -34,7 +35,7 @@ class Candidate:
     def words(self) -> frozenset[str]:
         """The memory's content tokens, computed once (ranking and dedup both need them)."""
         if self._words is None:
-            self._words = frozenset(tokenize(self.record.content))
+            self._words = content_words(self.record.content)
         return self._words
 
     @property
@@ -51,3 +52,9 @@ class Candidate:
     def direct(self) -> bool:
         """True when a retrieval channel found the memory itself."""
         return bool(self.ranks)
+
+
+@lru_cache(maxsize=16384)
+def content_words(content: str) -> frozenset[str]:
+    """The tokens of a memory's content; cached, as the same memories come back query after query."""
+    return frozenset(tokenize(content))

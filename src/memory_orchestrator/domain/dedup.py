@@ -14,18 +14,21 @@ only if there is room.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from memory_orchestrator.domain.config import PipelineConfig
 from memory_orchestrator.domain.ranking import RankedItem, order_key
-from memory_orchestrator.domain.writing import same_claim
-from memory_orchestrator.ports.text import content_hash, has_negation, jaccard, overlap
+from memory_orchestrator.ports.text import content_hash, has_negation
 
 #: Jaccard from which a pair counts as partly redundant (penalised, not merged).
 SOFT_DUPLICATE = 0.6
 #: Word overlap two memories need before a negation or a changed number reads as a contradiction.
 CONTRADICTION_OVERLAP = 0.5
+#: Newer contradicting memories recorded per stale item (one is enough to demote it; a templated
+#: store can otherwise produce hundreds of marks per query, all saying the same).
+MAX_STALE_MARKS = 3
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 
 
@@ -40,48 +43,96 @@ class DedupOutcome:
     stale: list[dict[str, str]] = field(default_factory=list)
 
 
+@dataclass(frozen=True, slots=True)
+class _Facts:
+    """What dedup compares of one item, computed once per item (not once per pair)."""
+
+    words: frozenset[str]
+    subjects: frozenset[str]
+    negated: bool
+    values: frozenset[str]
+
+
+def _facts(item: RankedItem) -> _Facts:
+    content = item.record.content
+    return _Facts(
+        words=item.candidate.words(),
+        subjects=frozenset(_subjects(item)),
+        negated=has_negation(content),
+        values=frozenset(_NUMBER.findall(content)),
+    )
+
+
+def _jaccard(shared: int, a: frozenset[str], b: frozenset[str]) -> float:
+    union = len(a) + len(b) - shared
+    return shared / union if union else 0.0
+
+
+class _WordIndex:
+    """Kept items by token, so an item is compared only with items that share a word with it."""
+
+    def __init__(self) -> None:
+        self.postings: dict[str, list[int]] = {}
+        self.size = 0
+
+    def add(self, words: frozenset[str]) -> None:
+        for word in words:
+            self.postings.setdefault(word, []).append(self.size)
+        self.size += 1
+
+    def shared(self, words: frozenset[str]) -> Counter[int]:
+        """Position of every indexed item sharing a word with ``words`` -> how many it shares."""
+        counts: Counter[int] = Counter()
+        for word in words:
+            postings = self.postings.get(word)
+            if postings:
+                counts.update(postings)
+        return counts
+
+
 def deduplicate(items: Sequence[RankedItem], config: PipelineConfig) -> DedupOutcome:
     """Merge duplicates, penalise near duplicates, demote stale facts (see module docstring)."""
     outcome = DedupOutcome()
-    tokens: dict[str, frozenset[str]] = {}
+    facts: dict[str, _Facts] = {}
     hashes: dict[str, str] = {}
+    index = _WordIndex()
     for item in items:
         memory_id = item.record.id
         digest = content_hash(item.record.content)
-        words = item.candidate.words()
-        twin = hashes.get(digest) or _near_twin(item, words, outcome.kept, tokens, config.dedup_threshold)
+        mine = _facts(item)
+        shared = index.shared(mine.words)
+        twin = hashes.get(digest) or _near_twin(mine, shared, outcome.kept, facts, config.dedup_threshold)
         if twin is not None:
             _absorb(next(kept for kept in outcome.kept if kept.record.id == twin), item)
             outcome.drops.append((memory_id, f"duplicate of {twin}"))
             continue
-        _penalise_overlap(item, words, tokens, config)
+        _penalise_overlap(item, mine.words, shared, outcome.kept, facts, config)
         hashes[digest] = memory_id
-        tokens[memory_id] = words
+        facts[memory_id] = mine
+        index.add(mine.words)
         outcome.kept.append(item)
     outcome.kept.sort(key=order_key)
-    outcome.stale = _mark_stale(outcome.kept, tokens)
+    outcome.stale = _mark_stale(outcome.kept, facts)
     outcome.kept.sort(key=lambda item: (item.superseded, *order_key(item)))
     return outcome
 
 
 def _near_twin(
-    item: RankedItem,
-    words: frozenset[str],
-    kept: list[RankedItem],
-    seen: dict[str, frozenset[str]],
-    threshold: float,
+    mine: _Facts, shared: Counter[int], kept: list[RankedItem], seen: dict[str, _Facts], threshold: float
 ) -> str | None:
-    if not words:
-        return None
-    for other in kept:
-        other_words = seen[other.record.id]
+    first: int | None = None  # the strongest kept twin, as a scan of the kept items in order finds
+    for position, count in shared.items():
+        if first is not None and position > first:
+            continue
+        theirs = seen[kept[position].record.id]
         if (
-            other_words
-            and jaccard(words, other_words) >= threshold
-            and same_claim(item.record.content, other.record.content)
+            _jaccard(count, mine.words, theirs.words) >= threshold
+            # same claim: an update (a negation or another number) is not a repeat
+            and mine.negated == theirs.negated
+            and mine.values == theirs.values
         ):
-            return other.record.id
-    return None
+            first = position
+    return None if first is None else kept[first].record.id
 
 
 def _absorb(keeper: RankedItem, duplicate: RankedItem) -> None:
@@ -93,47 +144,60 @@ def _absorb(keeper: RankedItem, duplicate: RankedItem) -> None:
             keeper.absorbed_entities.append(name)
     keeper.candidate.channels |= duplicate.candidate.channels
     reason = f"cross-validated by duplicate {duplicate.record.id}"
-    keeper.reasons.append(reason)
+    keeper.notes.append(reason)
 
 
 def _penalise_overlap(
-    item: RankedItem, words: frozenset[str], seen: dict[str, frozenset[str]], config: PipelineConfig
+    item: RankedItem,
+    words: frozenset[str],
+    shared: Counter[int],
+    kept: list[RankedItem],
+    seen: dict[str, _Facts],
+    config: PipelineConfig,
 ) -> None:
-    worst = max((jaccard(words, other) for other in seen.values() if other), default=0.0)
+    worst = max(
+        (_jaccard(count, words, seen[kept[position].record.id].words) for position, count in shared.items()),
+        default=0.0,
+    )
     value = worst if worst >= SOFT_DUPLICATE else 0.0
     item.signals["duplication"] = round(value, 6)
     if value > 0:
         item.score -= config.weights.duplication * value
-        item.reasons.append(f"repeats a stronger result ({value:.2f} overlap)")
+        item.notes.append(f"repeats a stronger result ({value:.2f} overlap)")
 
 
-def _mark_stale(items: list[RankedItem], tokens: dict[str, frozenset[str]]) -> list[dict[str, str]]:
+def _mark_stale(items: list[RankedItem], facts: dict[str, _Facts]) -> list[dict[str, str]]:
     stale: list[dict[str, str]] = []
     present = {item.record.id for item in items}
     for item in items:
         replacing = [memory_id for memory_id in item.record.superseded_by if memory_id in present]
         for memory_id in replacing:
             stale.append({"older": item.record.id, "newer": memory_id, "why": "explicit supersedes edge"})
-    # Pairs are only compared when they share a subject: one pass over the names, not n^2 texts.
-    subjects: dict[str, list[RankedItem]] = {}
+    # Only pairs sharing enough words can contradict each other: found through a word index,
+    # not by comparing every pair.
+    index = _WordIndex()
     for item in items:
-        for name in _subjects(item):
-            subjects.setdefault(name, []).append(item)
-    pairs = {
-        (id(older), id(newer)): (older, newer)
-        for group in subjects.values()
-        for older in group
-        for newer in group
-        if newer.record.created_at > older.record.created_at
-    }
-    for older, newer in pairs.values():
-        if older.record.id != newer.record.id:
-            why = contradiction(older, newer, tokens)
+        index.add(facts[item.record.id].words)
+    marks: Counter[int] = Counter()
+    for position, newer in enumerate(items):
+        new = facts[newer.record.id]
+        close = [
+            other
+            for other, count in index.shared(new.words).items()
+            if other != position
+            and count >= CONTRADICTION_OVERLAP * max(len(new.words), len(facts[items[other].record.id].words))
+        ]
+        for other in sorted(close):
+            older = items[other]
+            if marks[other] >= MAX_STALE_MARKS or not newer.record.created_at > older.record.created_at:
+                continue
+            why = _contradiction(older, newer, facts[older.record.id], new)
             if why is None or newer.record.id in older.superseded_by:
                 continue
             older.superseded = True
             older.superseded_by.append(newer.record.id)
-            older.reasons.append(f"possibly outdated: newer {newer.record.id} ({why})")
+            older.notes.append(f"possibly outdated: newer {newer.record.id} ({why})")
+            marks[other] += 1
             stale.append({"older": older.record.id, "newer": newer.record.id, "why": why})
     return stale
 
@@ -143,19 +207,17 @@ def _subjects(item: RankedItem) -> set[str]:
     return {name.casefold() for name in item.record.entities} - {item.record.source.casefold()}
 
 
-def contradiction(older: RankedItem, newer: RankedItem, tokens: dict[str, frozenset[str]]) -> str | None:
+def _contradiction(older: RankedItem, newer: RankedItem, old: _Facts, new: _Facts) -> str | None:
     """Why ``newer`` contradicts ``older`` (shared entity, shared words, negation or new value)."""
-    shared = _subjects(older) & _subjects(newer)
-    shared -= {older.record.source.casefold(), newer.record.source.casefold()}
-    if not shared:
+    shared = old.subjects & new.subjects
+    if not shared or not (shared - {older.record.source.casefold(), newer.record.source.casefold()}):
         return None
-    old_words, new_words = tokens[older.record.id], tokens[newer.record.id]
-    if overlap(old_words, new_words) < CONTRADICTION_OVERLAP:
+    if not old.words or not new.words:
         return None
-    if has_negation(newer.record.content) != has_negation(older.record.content):
+    if len(old.words & new.words) < CONTRADICTION_OVERLAP * max(len(old.words), len(new.words)):
+        return None
+    if old.negated != new.negated:
         return "contradiction: negation"
-    old_values = set(_NUMBER.findall(older.record.content))
-    new_values = set(_NUMBER.findall(newer.record.content))
-    if old_values and new_values and old_values != new_values:
+    if old.values and new.values and old.values != new.values:
         return "contradiction: changed value"
     return None

@@ -70,13 +70,25 @@ class RankedItem:
     candidate: Candidate
     score: float
     signals: dict[str, float]
-    reasons: list[str] = field(default_factory=list)
+    #: Reasons added after scoring (dedup's merges, penalties and stale marks).
+    notes: list[str] = field(default_factory=list)
     superseded: bool = False
     #: Ids that supersede this memory (explicit edges, or newer contradicting memories from dedup).
     superseded_by: list[str] = field(default_factory=list)
     #: Duplicates merged into this item by the dedup stage.
     absorbed_ids: list[str] = field(default_factory=list)
     absorbed_entities: list[str] = field(default_factory=list)
+    #: The question's entities this memory carries (found while scoring).
+    matched: list[str] = field(default_factory=list)
+    #: The request it was scored for; reasons are written from it only when they are read.
+    context: RankingContext | None = None
+
+    @property
+    def reasons(self) -> list[str]:
+        """Short human-readable reasons for the item's place (written on demand: most candidates
+        are dropped before anyone reads them)."""
+        base = reasons_for(self, self.context) if self.context is not None else []
+        return [*base, *self.notes]
 
     @property
     def record(self) -> MemoryRecord:
@@ -108,7 +120,7 @@ def rank(
     for candidate in candidates:
         found = matches[candidate.memory_id]
         entity = sum(specificity[name] for name in found) / len(patterns) if patterns else 0.0
-        item = score_candidate(candidate, context, config, patterns, entity=entity)
+        item = score_candidate(candidate, context, config, patterns, entity=entity, matched=found)
         _apply_scorers(item, scorers, scoring, broken, warnings, config.weights.superseded_factor)
         ranked.append(item)
     ranked.sort(key=order_key)
@@ -122,19 +134,23 @@ def score_candidate(
     patterns: Sequence[tuple[str, re.Pattern[str]]],
     *,
     entity: float | None = None,
+    matched: list[str] | None = None,
 ) -> RankedItem:
     """The built-in signals and weighted score of one candidate (plugin scorers not included).
 
-    ``entity`` overrides the plain entity overlap (``rank`` passes it weighted by specificity).
+    ``entity`` overrides the plain entity overlap (``rank`` passes it weighted by specificity);
+    ``matched`` is the question's entities the memory carries when the caller already knows them.
     """
     weights = config.weights
     record = candidate.record
+    if matched is None:
+        matched = matched_entities(record, patterns)
     signals = {
         "relevance": candidate.relevance,
         "graph": candidate.inherited,
         "recency": recency(record.created_at, context.now, config.recency_half_life_days),
         "type_match": type_match(record, context.intent),
-        "entity": entity_overlap(record, patterns) if entity is None else entity,
+        "entity": len(matched) / len(patterns) if entity is None and patterns else (entity or 0.0),
         "importance": min(1.0, max(0.0, (record.importance - 1) / 4)),
         "cross_reference": _cross_reference(candidate, context.total_lists),
         "noise": noise_of_words(candidate.words()),
@@ -154,8 +170,9 @@ def score_candidate(
         {k: round(v, 6) for k, v in signals.items()},
         superseded=superseded,
         superseded_by=list(record.superseded_by),
+        matched=matched,
+        context=context,
     )
-    item.reasons = reasons_for(item, context, patterns)
     return item
 
 
@@ -222,19 +239,16 @@ def noise_of_words(words: frozenset[str]) -> float:
     return max(0.0, (3 - distinct) / 3)
 
 
-def reasons_for(
-    item: RankedItem, context: RankingContext, patterns: Sequence[tuple[str, re.Pattern[str]]]
-) -> list[str]:
-    """Short human-readable reasons for the item's place."""
+def reasons_for(item: RankedItem, context: RankingContext) -> list[str]:
+    """Short human-readable reasons for the item's place (before dedup's notes)."""
     candidate, signals, reasons = item.candidate, item.signals, []
     if candidate.ranks:
         found = ", ".join(f"{key.split('#')[0]} #{rank}" for key, rank in sorted(candidate.ranks.items()))
         reasons.append(f"matched the query ({found})")
     if candidate.path:
         reasons.append(path_reason(candidate))
-    names = matched_entities(item.record, patterns)
-    if names:
-        reasons.append("entity match: " + ", ".join(names))
+    if item.matched:
+        reasons.append("entity match: " + ", ".join(item.matched))
     if _time_matters(context) and signals["recency"] >= 0.5:
         reasons.append("recent")
     if signals["type_match"] >= 0.5:

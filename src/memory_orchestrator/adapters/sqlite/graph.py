@@ -7,11 +7,13 @@ from collections.abc import Collection, Sequence
 
 import aiosqlite
 
-from memory_orchestrator.adapters.sqlite.records import active_records
+from memory_orchestrator.adapters.sqlite.records import superseders
 from memory_orchestrator.adapters.sqlite.rows import (
     EDGE_COLUMNS,
+    MEMORY_COLUMNS,
     as_json,
     edge_from_row,
+    record_from_row,
     stamp,
     visible_clause,
 )
@@ -55,11 +57,13 @@ async def _hop(
     visited: set[str],
     filters: Filters,
     limit: int,
-) -> list[tuple[Edge, str, str]]:
+    hop: int,
+) -> list[Neighbor]:
     """One hop: the best edge per (reached memory, type), strongest first, ties by id then type.
 
-    Ranking reads only keys and weights (covered by the primary key and ``edges_target``), so only
-    the ``limit`` winners' full rows are read, even around hub memories.
+    Ranking reads only keys and weights (covered by the primary key and ``edges_target``); the full
+    edge and memory rows are joined for the ``limit`` winners only, in the same query, so a hop is
+    two round trips (this query and the winners' superseders) even around hub memories.
     """
     clause = visible_clause(filters, None)
     half = (
@@ -73,29 +77,29 @@ async def _hop(
         + " UNION ALL "
         + half.format(origin="e.target_id", other="e.source_id")
         + "), ranked AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY other, type ORDER BY weight DESC, origin) "
-        "AS rank FROM reach WHERE other NOT IN (SELECT value FROM json_each(?))) "
-        "SELECT source_id, target_id, type, origin, other FROM ranked "
-        "WHERE rank = 1 ORDER BY weight DESC, other, type LIMIT ?"
+        "AS rank FROM reach WHERE other NOT IN (SELECT value FROM json_each(?))), "
+        "winners AS (SELECT source_id, target_id, type, weight, origin, other FROM ranked "
+        "WHERE rank = 1 ORDER BY weight DESC, other, type LIMIT ?) "
+        f"SELECT w.origin, {EDGE_COLUMNS}, {MEMORY_COLUMNS} FROM winners w "
+        "JOIN edges e ON e.source_id = w.source_id AND e.target_id = w.target_id AND e.type = w.type "
+        "JOIN memories m ON m.id = w.other "
+        "ORDER BY w.weight DESC, w.other, w.type"
     )
     ids, types = json.dumps(frontier), json.dumps(kinds)
     params = (ids, types, *clause.params, ids, types, *clause.params, json.dumps(sorted(visited)), limit)
-    winners = list(await db.execute_fetchall(sql, params))
-    edges = await _edges_by_key(db, [(row[0], row[1], row[2]) for row in winners])
-    return [(edges[(row[0], row[1], row[2])], str(row[3]), str(row[4])) for row in winners]
-
-
-async def _edges_by_key(
-    db: aiosqlite.Connection, keys: list[tuple[str, str, str]]
-) -> dict[tuple[str, str, str], Edge]:
-    if not keys:
-        return {}
-    sql = (
-        f"SELECT {EDGE_COLUMNS} FROM edges e WHERE (e.source_id, e.target_id, e.type) IN "
-        "(SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), json_extract(value, '$[2]') "
-        "FROM json_each(?))"
-    )
-    rows = await db.execute_fetchall(sql, (json.dumps(keys),))
-    return {(row[0], row[1], row[2]): edge_from_row(row) for row in rows}
+    rows = list(await db.execute_fetchall(sql, params))
+    edge_width = len(EDGE_COLUMNS.split(","))
+    memory_rows = [row[1 + edge_width :] for row in rows]
+    replaced = await superseders(db, (row[0] for row in memory_rows))
+    return [
+        Neighbor(
+            record_from_row(memory, replaced.get(memory[0], ())),
+            edge_from_row(row[1 : 1 + edge_width]),
+            str(row[0]),
+            hop,
+        )
+        for row, memory in zip(rows, memory_rows, strict=True)
+    ]
 
 
 async def _active_ids(db: aiosqlite.Connection, ids: Sequence[str]) -> list[str]:
@@ -120,11 +124,7 @@ async def neighbors(
     for hop in range(1, hops + 1):
         if not frontier:
             break
-        ranked = await _hop(db, frontier, kinds, visited, filters, limit)
-        records = await active_records(db, (other for _, _, other in ranked))
-        reached = [
-            Neighbor(records[other], edge, origin, hop) for edge, origin, other in ranked if other in records
-        ]
+        reached = await _hop(db, frontier, kinds, visited, filters, limit, hop)
         found.extend(reached)
         frontier = list(dict.fromkeys(item.record.id for item in reached))
         visited.update(frontier)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from memory_orchestrator.ports import Edge, EdgeType, Filters, MemoryRecord, ensure_utc, parse_timestamp
@@ -23,8 +24,23 @@ def stamp(moment: datetime) -> str:
     return ensure_utc(moment).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
+#: Parsed rows kept per process: the same memories come back query after query, and decoding their
+#: JSON columns and timestamps was a third of a graph walk. Records are immutable and the key is the
+#: whole row (``updated_at`` included), so an edited memory is a new entry, never a stale one.
+ROW_CACHE = 16384
+_EDGE_TYPES = {kind.value: kind for kind in EdgeType}
+#: An edge without metadata (most automatic edges) skips the JSON decoder.
+_NO_METADATA = ("{}", "")
+
+
 def record_from_row(row: Sequence[Any], superseded_by: Sequence[str] = ()) -> MemoryRecord:
     """A ``MemoryRecord`` from a row selected with :data:`MEMORY_COLUMNS`."""
+    record = _record(tuple(row))
+    return replace(record, superseded_by=tuple(superseded_by)) if superseded_by else record
+
+
+@lru_cache(maxsize=ROW_CACHE)
+def _record(row: tuple[Any, ...]) -> MemoryRecord:
     return MemoryRecord(
         id=row[0],
         content=row[1],
@@ -36,18 +52,22 @@ def record_from_row(row: Sequence[Any], superseded_by: Sequence[str] = ()) -> Me
         metadata=json.loads(row[7]),
         created_at=parse_timestamp(row[8]),
         updated_at=parse_timestamp(row[9]),
-        superseded_by=tuple(superseded_by),
     )
 
 
 def edge_from_row(row: Sequence[Any]) -> Edge:
-    """An ``Edge`` from a row selected with :data:`EDGE_COLUMNS`."""
+    """An ``Edge`` from a row selected with :data:`EDGE_COLUMNS` (cached like records)."""
+    return _edge(tuple(row))
+
+
+@lru_cache(maxsize=ROW_CACHE)
+def _edge(row: tuple[Any, ...]) -> Edge:
     return Edge(
         source=row[0],
         target=row[1],
-        type=EdgeType(row[2]),
+        type=_EDGE_TYPES[row[2]],
         weight=float(row[3]),
-        metadata=json.loads(row[4]),
+        metadata={} if row[4] in _NO_METADATA else json.loads(row[4]),
         created_at=parse_timestamp(row[5]),
     )
 
