@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from functools import lru_cache
 
 
@@ -70,14 +70,20 @@ def content_hash(text: str) -> str:
 
 def jaccard(a_tokens: Iterable[str], b_tokens: Iterable[str]) -> float:
     """|A∩B| / |A∪B| of the two token sets; 0.0 when both are empty."""
-    a, b = set(a_tokens), set(b_tokens)
-    union = len(a | b)
-    return len(a & b) / union if union else 0.0
+    a, b = _as_set(a_tokens), _as_set(b_tokens)
+    shared = len(a & b)
+    union = len(a) + len(b) - shared
+    return shared / union if union else 0.0
+
+
+def _as_set(tokens: Iterable[str]) -> Set[str]:
+    # Sets (most callers pass frozensets) are used as they are; other iterables are copied once.
+    return tokens if isinstance(tokens, Set) else set(tokens)
 
 
 def overlap(a_tokens: Iterable[str], b_tokens: Iterable[str]) -> float:
     """|A∩B| / max(|A|, |B|) of the two token sets; 0.0 when either is empty."""
-    a, b = set(a_tokens), set(b_tokens)
+    a, b = _as_set(a_tokens), _as_set(b_tokens)
     largest = max(len(a), len(b))
     return len(a & b) / largest if a and b else 0.0
 

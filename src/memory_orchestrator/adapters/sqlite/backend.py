@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Collection, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime
 from pathlib import Path
+from typing import cast
 
 import aiosqlite
 
@@ -19,6 +20,7 @@ from memory_orchestrator.adapters.sqlite.health import health_report
 from memory_orchestrator.adapters.sqlite.records import active_records, select_records
 from memory_orchestrator.adapters.sqlite.rows import MEMORY_COLUMNS, stamp
 from memory_orchestrator.adapters.sqlite.schema import migrate
+from memory_orchestrator.adapters.sqlite.sync_db import SyncConnection
 from memory_orchestrator.adapters.sqlite.transactions import rollback
 from memory_orchestrator.ports import (
     AsyncLifecycle,
@@ -84,8 +86,9 @@ class SqliteBackend(AsyncLifecycle):
 
     @property
     def capabilities(self) -> Capabilities:
-        """Everything but intent-aware recall; vectors are stored for a plugin's dense channel."""
-        return Capabilities(vector_search=True, intent_recall=False)
+        """Everything but intent-aware recall; vectors are stored for a plugin's dense channel; a batch
+        of writes goes in one transaction (``remember_many``)."""
+        return Capabilities(vector_search=True, intent_recall=False, bulk_writes=True)
 
     # -- life cycle -----------------------------------------------------------------------------
 
@@ -179,6 +182,47 @@ class SqliteBackend(AsyncLifecycle):
                 if existing is None:
                     raise
                 return await self._skipped(db, existing)
+
+    async def remember_many(self, memories: Sequence[NewMemory]) -> list[WriteResult]:
+        """Store ``memories`` in order in one transaction, each exactly as ``remember`` would (same
+        dedup, same automatic edges: later memories see earlier ones). Every memory is validated
+        first; a failure stores none of them. The batch runs in a worker thread on its own
+        connection, so the event loop stays free and no statement pays a thread hop."""
+        for memory in memories:
+            validate_new_memory(memory)
+        if not memories:
+            return []
+        batch = list(memories)
+        async with self._write_lock:
+            with self._translated("remember_many"):
+                return await asyncio.to_thread(self._remember_batch, batch)
+
+    def _remember_batch(self, memories: list[NewMemory]) -> list[WriteResult]:
+        connection = sqlite3.connect(self.path, isolation_level=None)
+        try:
+            connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms):d}")
+            connection.execute("PRAGMA synchronous = NORMAL")
+            return asyncio.run(self._store_batch(SyncConnection(connection), memories))
+        finally:
+            connection.close()
+
+    async def _store_batch(self, db: SyncConnection, memories: list[NewMemory]) -> list[WriteResult]:
+        conn = cast(aiosqlite.Connection, db)
+        try:
+            await self._begin(conn)
+            results = []
+            for memory in memories:
+                digest = content_hash(memory.content)
+                existing = await writes.find_active_duplicate(conn, digest) if memory.dedup else None
+                if existing is not None:
+                    results.append(await self._skipped(conn, existing))
+                else:
+                    results.append(await self._insert(conn, memory, digest))
+            await conn.execute("COMMIT")
+        except BaseException:
+            await rollback(conn)
+            raise
+        return results
 
     async def _skipped(self, db: aiosqlite.Connection, existing: str) -> WriteResult:
         found = await active_records(db, [existing])

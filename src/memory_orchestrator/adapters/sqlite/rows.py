@@ -20,8 +20,11 @@ EDGE_COLUMNS = "e.source_id, e.target_id, e.type, e.weight, e.metadata, e.create
 
 
 def stamp(moment: datetime) -> str:
-    """Fixed-width UTC text of ``moment`` (sorts like time)."""
-    return ensure_utc(moment).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """Fixed-width UTC text of ``moment`` (sorts like time): ``2026-02-01T09:00:00.000000Z``.
+
+    ``isoformat`` rather than ``strftime``: it is several times faster and always writes four-digit
+    years (``%Y`` writes year 2 as ``2``, which would not sort)."""
+    return ensure_utc(moment).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 #: Parsed rows kept per process: the same memories come back query after query, and decoding their
@@ -74,6 +77,8 @@ def _edge(row: tuple[Any, ...]) -> Edge:
 
 def as_json(value: Any) -> str:
     """Compact JSON text for a column."""
+    if not value and isinstance(value, dict | list | tuple):
+        return "{}" if isinstance(value, dict) else "[]"
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from functools import lru_cache
+from typing import Any
 
 import aiosqlite
 
@@ -95,17 +97,21 @@ async def load_sketches(db: aiosqlite.Connection, ids: set[str]) -> list[MemoryS
         "WHERE m.id IN (SELECT value FROM json_each(?)) AND m.deleted_at IS NULL"
     )
     rows = await db.execute_fetchall(sql, (json.dumps(sorted(ids)),))
-    return [
-        MemorySketch(
-            id=row[0],
-            content=row[1],
-            source=row[2],
-            created_at=parse_timestamp(row[3]),
-            tokens=frozenset(row[5].split()),
-            entities=frozenset(name.casefold() for name in json.loads(row[4])),
-        )
-        for row in rows
-    ]
+    return [_sketch(tuple(row)) for row in rows]
+
+
+@lru_cache(maxsize=4096)
+def _sketch(row: tuple[Any, ...]) -> MemorySketch:
+    # Recent memories are candidates of many writes in a row (a bulk import above all): each row is
+    # parsed once. The key is the whole row, so a changed memory is a new entry.
+    return MemorySketch(
+        id=row[0],
+        content=row[1],
+        source=row[2],
+        created_at=parse_timestamp(row[3]),
+        tokens=frozenset(row[5].split()),
+        entities=frozenset(name.casefold() for name in json.loads(row[4])),
+    )
 
 
 async def known_names(db: aiosqlite.Connection, candidates: set[str]) -> dict[str, str]:

@@ -1,0 +1,84 @@
+"""SQLite's bulk path: a batch stores the same memories and the same edges as one write at a time."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from memory_orchestrator.adapters.sqlite.backend import SqliteBackend
+from memory_orchestrator.ports import (
+    FixedClock,
+    InvalidRequest,
+    NewMemory,
+    WriteAction,
+    remember_all,
+)
+
+T0 = datetime(2026, 2, 1, 9, tzinfo=UTC)
+
+
+def batch() -> list[NewMemory]:
+    texts = [
+        ("Atlas moves its database to Postgres 16", ("Atlas", "Postgres"), "alice"),
+        ("The Postgres migration of Atlas was delayed because the vendor missed the deadline", (), "bob"),
+        ("Atlas launch is planned for May", ("Atlas",), "alice"),
+        ("We no longer plan the Atlas launch for May; it moves to June", ("Atlas",), "carol"),
+        ("Atlas moves its database to Postgres 16", ("Atlas", "Postgres"), "alice"),  # an exact repeat
+        ("Lunch on Friday at the Italian place", (), "bob"),
+        ("Stratus Hosting invoices arrive on the first of the month", ("Stratus Hosting",), "dave"),
+    ]
+    return [
+        NewMemory(text, entities=entities, source=source, created_at=T0 + timedelta(minutes=7 * i))
+        for i, (text, entities, source) in enumerate(texts)
+    ]
+
+
+def snapshot(path: Path, ids: list[str]) -> tuple[list[tuple[object, ...]], list[tuple[object, ...]]]:
+    """Memories and edges with ids replaced by the batch position (ids are random)."""
+    position = {memory_id: index for index, memory_id in enumerate(ids)}
+    with sqlite3.connect(path) as db:
+        memories = sorted(
+            (position[row[0]], *row[1:])
+            for row in db.execute(
+                "SELECT id, content, content_hash, category, importance, tags, entities, source, "
+                "created_at, deleted_at FROM memories"
+            )
+        )
+        edges = sorted(
+            (position[row[0]], position[row[1]], *row[2:])
+            for row in db.execute("SELECT source_id, target_id, type, weight, metadata FROM edges")
+        )
+        return memories, edges
+
+
+@pytest.mark.anyio
+async def test_a_batch_stores_what_one_write_at_a_time_stores(tmp_path: Path) -> None:
+    one, many = tmp_path / "one.db", tmp_path / "many.db"
+    async with SqliteBackend(one, clock=FixedClock(T0)) as backend:
+        singles = [await backend.remember(memory) for memory in batch()]
+    async with SqliteBackend(many, clock=FixedClock(T0)) as backend:
+        assert backend.capabilities.bulk_writes
+        bulk = await remember_all(backend, batch())
+    assert [r.action for r in bulk] == [r.action for r in singles]
+    assert bulk[4].action is WriteAction.SKIPPED and bulk[4].duplicate_of == bulk[0].id
+    assert [dict(r.edges_created) for r in bulk] == [dict(r.edges_created) for r in singles]
+    memories_one, edges_one = snapshot(one, [r.id for r in singles])
+    memories_many, edges_many = snapshot(many, [r.id for r in bulk])
+    assert memories_many == memories_one
+    assert edges_many == edges_one and len(edges_one) > 5
+    async with SqliteBackend(many) as backend:
+        hits = await backend.search("invoice Stratus", limit=3)
+        assert hits[0].record.id == bulk[6].id
+        assert "Stratus Hosting" in await backend.known_entities()
+
+
+@pytest.mark.anyio
+async def test_an_invalid_memory_stores_nothing_of_its_batch(tmp_path: Path) -> None:
+    async with SqliteBackend(tmp_path / "m.db") as backend:
+        with pytest.raises(InvalidRequest):
+            await backend.remember_many([NewMemory("fine"), NewMemory("   ")])
+        assert await backend.count() == 0
+        assert await backend.remember_many([]) == []
