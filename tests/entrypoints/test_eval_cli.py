@@ -187,3 +187,20 @@ async def test_a_failing_backend_call_is_counted_not_fatal() -> None:
     assert summary["overall"]["modes"]["raw"]["recall@5"] == 0.0
     # the other channel still answers
     assert summary["overall"]["modes"]["keyword"]["recall@5"] > 0.5
+
+
+def test_the_cli_lists_the_runners_modes_without_importing_the_evaluation_stack() -> None:
+    import subprocess
+    import sys
+
+    from memory_orchestrator.entrypoints.cli import evaluate
+    from memory_orchestrator.evaluation import runner
+
+    assert evaluate.MODES == runner.MODES
+    code = (
+        "import sys; import memory_orchestrator.entrypoints.cli.app; "
+        "print(sorted(m for m in ('mcp', 'matplotlib', 'bm25s', 'memory_orchestrator.evaluation.runner') "
+        "if m in sys.modules))"
+    )
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert loaded.stdout.strip() == "[]"

@@ -8,6 +8,7 @@ what is available with explicit warnings, also written to the trace. Invalid inp
 from __future__ import annotations
 
 import time
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -56,6 +57,8 @@ from memory_orchestrator.ports import (
 )
 
 DEFAULT_CONFIG = PipelineConfig()
+#: Trace documents kept in process after saving (see ``Orchestrator.trace``).
+RECENT_TRACES = 32
 PASSTHROUGH_REASON = "passthrough: backend recall"
 REPLAYABLE = ("search", "context")
 
@@ -80,6 +83,9 @@ class Orchestrator:
         self.channels = tuple(channels)
         self.clock: Clock = clock or SystemClock()
         self.traces: TraceStore = traces or InProcessTraceStore(config.trace_retention)
+        #: The newest trace documents as saved, so reading a trace just written (the MCP layer does,
+        #: for its log) costs no round trip to the trace store.
+        self._recent_traces: OrderedDict[str, dict[str, Any]] = OrderedDict()
         self._entities: list[str] | None = None
         self._entities_at = 0.0
 
@@ -165,6 +171,9 @@ class Orchestrator:
 
     async def trace(self, trace_id: str) -> dict[str, Any]:
         """The stored trace document; ``NotFound`` when unknown or pruned."""
+        recent = self._recent_traces.get(trace_id)
+        if recent is not None:
+            return dict(recent)
         document = await self.traces.load(trace_id)
         if document is None:
             raise NotFound(f"trace {trace_id} not found (unknown or pruned)")
@@ -303,10 +312,15 @@ class Orchestrator:
         )
 
     async def _save(self, trace: Trace) -> tuple[str, ...]:
+        document = trace.to_dict()
         try:
-            await self.traces.save(trace.trace_id, trace.created_at, trace.to_dict())
+            await self.traces.save(trace.trace_id, trace.created_at, document)
         except Exception as exc:  # losing a trace must not lose the answer
             trace.warn(f"trace {trace.trace_id} could not be stored ({type(exc).__name__})")
+            return tuple(trace.warnings)
+        self._recent_traces[trace.trace_id] = document
+        while len(self._recent_traces) > min(RECENT_TRACES, self.config.trace_retention):
+            self._recent_traces.popitem(last=False)
         return tuple(trace.warnings)
 
     def _now(self, moment: datetime | None) -> datetime:

@@ -46,6 +46,9 @@ class SqliteTraceStore:
             db = await aiosqlite.connect(self.path, isolation_level=None)
             await db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms):d}")
             await db.execute("PRAGMA journal_mode = WAL")
+            # A trace is a debugging aid: no fsync per saved trace (WAL + NORMAL survives a crashed
+            # process; a power cut may lose the last traces, never corrupt the file).
+            await db.execute("PRAGMA synchronous = NORMAL")
             await db.execute(SCHEMA)
             await db.execute("CREATE INDEX IF NOT EXISTS traces_created ON traces(created_at)")
         except (sqlite3.Error, OSError) as exc:

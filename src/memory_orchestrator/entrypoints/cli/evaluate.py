@@ -7,6 +7,7 @@ new store namespace (Neo4j).
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import tempfile
 import uuid
@@ -14,7 +15,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -23,14 +24,17 @@ from memory_orchestrator.entrypoints.cli.output import SafeConsole
 from memory_orchestrator.entrypoints.cli.state import guarded, print_json, run, settings_of, state_of
 from memory_orchestrator.entrypoints.config.bootstrap import build_plugins, build_scorers
 from memory_orchestrator.entrypoints.config.settings import Settings
-from memory_orchestrator.evaluation.bench import BenchConfig, run_bench
-from memory_orchestrator.evaluation.bench_report import write_bench_report
-from memory_orchestrator.evaluation.datasets import Dataset, load_dataset
-from memory_orchestrator.evaluation.locomo import import_locomo
-from memory_orchestrator.evaluation.reports import RichProgress, write_eval_report
-from memory_orchestrator.evaluation.runner import MODES, BackendMaker, EvalConfig, run_evaluation
 from memory_orchestrator.plugins.manager import PluginManager
 from memory_orchestrator.ports import InvalidRequest, MemoryBackend
+
+if TYPE_CHECKING:
+    from memory_orchestrator.evaluation.datasets import Dataset
+    from memory_orchestrator.evaluation.runner import BackendMaker
+
+# The evaluation stack (numpy, matplotlib, bm25s) is imported inside the commands that use it, so
+# that every other `orchestrator` command starts without it.
+MODES = ("raw", "keyword", "orchestrated", "expanded", "context")
+EVAL_PACKAGES = ("bm25s", "matplotlib", "numpy")
 
 app = typer.Typer(
     name="eval",
@@ -77,6 +81,16 @@ def check_backend(plugins: PluginManager, name: str) -> None:
     )
 
 
+def require_eval_extra() -> None:
+    """A clear error when the optional evaluation packages are not installed."""
+    missing = [name for name in EVAL_PACKAGES if importlib.util.find_spec(name) is None]
+    if missing:
+        raise InvalidRequest(
+            f"evaluation needs the [eval] extra ({', '.join(missing)} missing): "
+            "pip install 'mnemon-memory-orchestrator[eval]'"
+        )
+
+
 def _store_name(*parts: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", "-".join(parts))[:64]
 
@@ -108,6 +122,9 @@ def _workdir() -> Iterator[Path]:
 
 
 def _load(dataset: Path, corpus: Path | None, workdir: Path) -> list[Dataset]:
+    from memory_orchestrator.evaluation.datasets import load_dataset
+    from memory_orchestrator.evaluation.locomo import import_locomo
+
     if dataset.is_file() and dataset.suffix == ".json":
         # a LoCoMo file: converted on the fly, never stored beside the package
         report = import_locomo(dataset, workdir / "locomo")
@@ -209,6 +226,10 @@ async def _evaluate(
     budget_tokens: int,
     limit: int | None,
 ) -> dict[str, Any]:
+    require_eval_extra()
+    from memory_orchestrator.evaluation.reports import RichProgress, write_eval_report
+    from memory_orchestrator.evaluation.runner import EvalConfig, run_evaluation
+
     settings = settings_of(ctx)
     plugins = build_plugins(settings)
     check_backend(plugins, name)
@@ -239,6 +260,8 @@ def import_locomo_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the conversion counts as JSON.")] = False,
 ) -> None:
     """Convert LoCoMo into the eval format (CC BY-NC data: convert locally, do not redistribute)."""
+    from memory_orchestrator.evaluation.locomo import import_locomo
+
     report = guarded(lambda: import_locomo(source, out))
     if as_json:
         print_json(report.to_dict())
@@ -269,6 +292,11 @@ def bench(
     target = out or Path("eval") / "reports" / f"bench-{name}"
 
     async def action() -> dict[str, Any]:
+        require_eval_extra()
+        from memory_orchestrator.evaluation.bench import BenchConfig, run_bench
+        from memory_orchestrator.evaluation.bench_report import write_bench_report
+        from memory_orchestrator.evaluation.reports import RichProgress
+
         settings = settings_of(ctx)
         plugins = build_plugins(settings)
         check_backend(plugins, name)

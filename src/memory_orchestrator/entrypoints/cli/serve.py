@@ -7,81 +7,13 @@ each bearer token), and binding beyond loopback without any token refuses to sta
 
 from __future__ import annotations
 
-import asyncio
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Annotated
 
 import typer
 
-from memory_orchestrator.adapters.sqlite import store_path as sqlite_store_path
 from memory_orchestrator.entrypoints.cli.state import settings_of, state_of
-from memory_orchestrator.entrypoints.config.bootstrap import build_plugins, open_runtime
-from memory_orchestrator.entrypoints.config.settings import Settings
-from memory_orchestrator.entrypoints.mcp.auth import TokenGrant, TokenRegistry
-from memory_orchestrator.entrypoints.mcp.http_limits import HttpLimits
-from memory_orchestrator.entrypoints.mcp.server import (
-    build_server,
-    configure_logging,
-    serve_http,
-    serve_stdio,
-)
-from memory_orchestrator.entrypoints.mcp.state import ServerOptions, StoreExists, StoreHandle, StoreOpener
 from memory_orchestrator.ports import OrchestratorError
-
-
-def token_registry(settings: Settings) -> TokenRegistry:
-    """The bearer tokens configured in ``[auth]``."""
-    grants = (
-        TokenGrant(
-            name=token.name,
-            sha256=token.sha256.get_secret_value().lower(),
-            stores=tuple(token.stores),
-            write=token.write,
-        )
-        for token in settings.auth.tokens
-    )
-    return TokenRegistry(grants)
-
-
-def store_opener(settings: Settings) -> StoreOpener:
-    """Opens one runtime (backend + orchestrator) per store, sharing the loaded plugins."""
-    plugins = build_plugins(settings)
-
-    @asynccontextmanager
-    async def open_store(store: str) -> AsyncIterator[StoreHandle]:
-        async with open_runtime(settings, plugins=plugins, store=store) as runtime:
-            yield runtime
-
-    return open_store
-
-
-def store_exists(settings: Settings, default_store: str) -> StoreExists:
-    """Whether a store exists without creating it: the default store always does (it is created on
-    first use); a SQLite store is its file; other backends decide when they open (Mnemon refuses a
-    missing store itself)."""
-    name = settings.backend.name
-
-    def exists(store: str) -> bool:
-        if store == default_store or name != "sqlite":
-            return True
-        try:
-            return sqlite_store_path(settings.backend_options("sqlite")["path"], store).exists()
-        except OrchestratorError:
-            return False
-
-    return exists
-
-
-def server_options(settings: Settings, *, default_store: str | None, http: bool) -> ServerOptions:
-    """The server options the settings ask for."""
-    return ServerOptions(
-        default_store=default_store or settings.default_store,
-        log_contents=settings.traces.verbosity == "full",
-        session_tools=settings.features.session_tools,
-        require_http_caller=http,
-    )
 
 
 def serve(
@@ -91,18 +23,11 @@ def serve(
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="HTTP port.")] = 8765,
 ) -> None:
     """Run the MCP server (stdio by default; --http for streamable HTTP with bearer-token auth)."""
-    configure_logging()
     try:
         settings = settings_of(ctx)
-        registry = token_registry(settings)
-        options = server_options(settings, default_store=state_of(ctx).store, http=http)
-        exists = store_exists(settings, options.default_store)
-        server = build_server(store_opener(settings), options, exists=exists)
-        if http:
-            limits = HttpLimits(**settings.http.model_dump())
-            asyncio.run(serve_http(server, registry, host=host, port=port, limits=limits))
-        else:
-            asyncio.run(serve_stdio(server))
+        from memory_orchestrator.entrypoints.mcp import launch  # the MCP SDK: only when serving
+
+        launch.run(settings, store=state_of(ctx).store, http=http, host=host, port=port)
     except (OrchestratorError, ValueError) as exc:
         print(f"orchestrator serve: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None

@@ -1,0 +1,92 @@
+"""Starting the MCP server from settings: tokens, store opening, options, stdio or HTTP.
+
+Kept apart from the ``serve`` command so that the CLI imports the MCP SDK (about half a second)
+only when a server is actually started, not for every ``orchestrator`` command.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from memory_orchestrator.adapters.sqlite import store_path as sqlite_store_path
+from memory_orchestrator.entrypoints.config.bootstrap import build_plugins, open_runtime
+from memory_orchestrator.entrypoints.config.settings import Settings
+from memory_orchestrator.entrypoints.mcp.auth import TokenGrant, TokenRegistry
+from memory_orchestrator.entrypoints.mcp.http_limits import HttpLimits
+from memory_orchestrator.entrypoints.mcp.server import (
+    build_server,
+    configure_logging,
+    serve_http,
+    serve_stdio,
+)
+from memory_orchestrator.entrypoints.mcp.state import ServerOptions, StoreExists, StoreHandle, StoreOpener
+from memory_orchestrator.ports import OrchestratorError
+
+
+def token_registry(settings: Settings) -> TokenRegistry:
+    """The bearer tokens configured in ``[auth]``."""
+    grants = (
+        TokenGrant(
+            name=token.name,
+            sha256=token.sha256.get_secret_value().lower(),
+            stores=tuple(token.stores),
+            write=token.write,
+        )
+        for token in settings.auth.tokens
+    )
+    return TokenRegistry(grants)
+
+
+def store_opener(settings: Settings) -> StoreOpener:
+    """Opens one runtime (backend + orchestrator) per store, sharing the loaded plugins."""
+    plugins = build_plugins(settings)
+
+    @asynccontextmanager
+    async def open_store(store: str) -> AsyncIterator[StoreHandle]:
+        async with open_runtime(settings, plugins=plugins, store=store) as runtime:
+            yield runtime
+
+    return open_store
+
+
+def store_exists(settings: Settings, default_store: str) -> StoreExists:
+    """Whether a store exists without creating it: the default store always does (it is created on
+    first use); a SQLite store is its file; other backends decide when they open (Mnemon refuses a
+    missing store itself)."""
+    name = settings.backend.name
+
+    def exists(store: str) -> bool:
+        if store == default_store or name != "sqlite":
+            return True
+        try:
+            return sqlite_store_path(settings.backend_options("sqlite")["path"], store).exists()
+        except OrchestratorError:
+            return False
+
+    return exists
+
+
+def server_options(settings: Settings, *, default_store: str | None, http: bool) -> ServerOptions:
+    """The server options the settings ask for."""
+    return ServerOptions(
+        default_store=default_store or settings.default_store,
+        log_contents=settings.traces.verbosity == "full",
+        session_tools=settings.features.session_tools,
+        require_http_caller=http,
+    )
+
+
+def run(settings: Settings, *, store: str | None, http: bool, host: str, port: int) -> None:
+    """Serve until interrupted (stdio, or streamable HTTP on ``host:port``)."""
+    configure_logging()
+    registry = token_registry(settings)
+    options = server_options(settings, default_store=store, http=http)
+    exists = store_exists(settings, options.default_store)
+    server = build_server(store_opener(settings), options, exists=exists)
+    if http:
+        limits = HttpLimits(**settings.http.model_dump())
+        asyncio.run(serve_http(server, registry, host=host, port=port, limits=limits))
+    else:
+        asyncio.run(serve_stdio(server))
