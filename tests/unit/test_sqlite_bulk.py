@@ -82,3 +82,29 @@ async def test_an_invalid_memory_stores_nothing_of_its_batch(tmp_path: Path) -> 
             await backend.remember_many([NewMemory("fine"), NewMemory("   ")])
         assert await backend.count() == 0
         assert await backend.remember_many([]) == []
+
+
+@pytest.mark.anyio
+async def test_keyword_search_finds_visible_matches_beyond_the_bounded_pool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory_orchestrator.adapters.sqlite import retrieval
+
+    monkeypatch.setattr(retrieval, "KEYWORD_POOL", 3)
+    memories = [
+        # the shortest texts score best in BM25, and they are all created after the question
+        NewMemory(
+            "kafka lag" + " noted" * (i % 3) + (" in the evening report" if i < 5 else ""),
+            created_at=T0 + timedelta(days=i if i < 5 else 100 + i),
+            dedup=False,
+        )
+        for i in range(20)
+    ]
+    async with SqliteBackend(tmp_path / "m.db", clock=FixedClock(T0)) as backend:
+        written = await backend.remember_many(memories)
+        asked = T0 + timedelta(days=10)
+        hits = await backend.search("kafka lag", limit=2, now=asked)
+        assert len(hits) == 2
+        assert {hit.record.id for hit in hits} <= {result.id for result in written[:5]}
+        everything = await backend.search("kafka lag", limit=20, now=T0 + timedelta(days=400))
+        assert len(everything) == 20

@@ -13,22 +13,44 @@ from memory_orchestrator.adapters.sqlite.rows import MEMORY_COLUMNS, fts_query, 
 from memory_orchestrator.adapters.sqlite.terms import selective_terms
 from memory_orchestrator.ports import Filters, MemoryRecord
 
+#: Best BM25 matches (at least; four times the limit when larger) joined to their memories.
+KEYWORD_POOL = 200
+
 
 async def keyword(
     db: aiosqlite.Connection, tokens: Sequence[str], filters: Filters, now: datetime | None, limit: int
 ) -> list[tuple[MemoryRecord, float]]:
-    """FTS5 BM25 matches (score: higher is better), best first, ties by id."""
+    """FTS5 BM25 matches (score: higher is better), best first, ties by id.
+
+    Two phases: the best ``pool`` matches by BM25 from the index alone, then only those are joined to
+    their memories and filtered (joining every match was most of the cost on a large store). When
+    the filters leave fewer than ``limit`` of a full pool, the exact one-phase query runs instead.
+    """
     query = fts_query(await selective_terms(db, tokens, unseen=True))
     if query is None:
         return []
     clause = visible_clause(filters, now)
-    sql = (
-        f"SELECT {MEMORY_COLUMNS}, -bm25(memories_fts) AS score FROM memories_fts "
-        f"JOIN memories m ON m.rowid = memories_fts.rowid "
-        f"WHERE memories_fts MATCH ? AND {clause.text()} "
-        f"ORDER BY bm25(memories_fts), m.created_at DESC, m.id LIMIT ?"
+    pool = max(KEYWORD_POOL, 4 * limit)
+    bounded = (
+        "WITH top AS (SELECT rowid, bm25(memories_fts) AS rank FROM memories_fts "
+        "WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?) "
+        f"SELECT {MEMORY_COLUMNS}, -top.rank AS score FROM top JOIN memories m ON m.rowid = top.rowid "
+        f"WHERE {clause.text()} ORDER BY top.rank, m.created_at DESC, m.id LIMIT ?"
     )
-    rows = list(await db.execute_fetchall(sql, (query, *clause.params, limit)))
+    rows = list(await db.execute_fetchall(bounded, (query, pool, *clause.params, limit)))
+    if len(rows) < limit:
+        found = await db.execute_fetchall(
+            "SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH ? LIMIT ?)",
+            (query, pool),
+        )
+        if int(next(iter(found))[0]) == pool:  # the pool was full: filters may have hidden more
+            exact = (
+                f"SELECT {MEMORY_COLUMNS}, -bm25(memories_fts) AS score FROM memories_fts "
+                f"JOIN memories m ON m.rowid = memories_fts.rowid "
+                f"WHERE memories_fts MATCH ? AND {clause.text()} "
+                f"ORDER BY bm25(memories_fts), m.created_at DESC, m.id LIMIT ?"
+            )
+            rows = list(await db.execute_fetchall(exact, (query, *clause.params, limit)))
     records = await records_from_rows(db, rows)
     return [(record, float(row[-1])) for record, row in zip(records, rows, strict=True)]
 
