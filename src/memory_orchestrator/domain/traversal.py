@@ -22,7 +22,7 @@ from memory_orchestrator.domain.config import PipelineConfig
 from memory_orchestrator.domain.deadlines import within
 from memory_orchestrator.domain.results import PathStep
 from memory_orchestrator.domain.retrieval import exclusion, native_filters
-from memory_orchestrator.ports import EdgeType, Filters, Intent, MemoryBackend, Neighbor
+from memory_orchestrator.ports import EdgeType, Filters, Intent, MemoryBackend, Neighbor, RankedNeighbors
 
 
 @dataclass(slots=True)
@@ -129,11 +129,22 @@ async def _one_hop(
     limits = config.expansion
     limit = min(limits.max_visited, max(1, len(frontier) * limits.max_fanout * len(weights)))
     outcome.neighbor_calls += 1
-    try:
-        return await within(
-            backend.neighbors(frontier, edge_types=tuple(weights), hops=1, limit=limit, filters=native),
-            remaining,
+    if backend.capabilities.ranked_neighbors and isinstance(backend, RankedNeighbors):
+        # The store ranks, caps and floors the hop: per origin the hub guard's share plus the few
+        # memories of the walk's own path (skipped below, so they must not take a slot), and no
+        # edge too weak for even a full-share parent to pass the path-score floor.
+        call = backend.strongest_neighbors(
+            frontier,
+            weights=weights,
+            per_source=limits.max_fanout + hop,
+            min_strength=limits.min_path_score / limits.hop_decay if limits.hop_decay > 0 else 0.0,
+            limit=limit,
+            filters=native,
         )
+    else:
+        call = backend.neighbors(frontier, edge_types=tuple(weights), hops=1, limit=limit, filters=native)
+    try:
+        return await within(call, remaining)
     except Exception as exc:  # expansion failure degrades to the direct results
         kind = "timed out" if isinstance(exc, TimeoutError) else f"failed ({type(exc).__name__})"
         outcome.warnings.append(f"expansion hop {hop} {kind}; results without further expansion")

@@ -9,6 +9,7 @@ from memory_orchestrator.ports.backend import (
     BackendFactory,
     BulkWriter,
     MemoryBackend,
+    RankedNeighbors,
     ScorerFactory,
     remember_all,
 )
@@ -105,6 +106,7 @@ __all__ = [
     "NotFound",
     "OrchestratorError",
     "PluginError",
+    "RankedNeighbors",
     "RecallQuery",
     "RetrievalChannel",
     "Scorer",

@@ -142,6 +142,30 @@ class BulkWriter(Protocol):
         ...
 
 
+@runtime_checkable
+class RankedNeighbors(Protocol):
+    """A backend whose ``capabilities.ranked_neighbors`` is true also has this method."""
+
+    async def strongest_neighbors(
+        self,
+        ids: Sequence[str],
+        *,
+        weights: Mapping[EdgeType, float],
+        per_source: int,
+        min_strength: float,
+        limit: int,
+        filters: Filters = Filters(),
+    ) -> list[Neighbor]:
+        """One hop of ``neighbors`` over the edge types in ``weights``, ranked in the store.
+
+        As ``neighbors(ids, edge_types=weights, hops=1, limit=limit)`` (one entry per reached memory
+        and type, from its strongest origin), then: per (origin, memory) only the strongest entry,
+        strength being ``weights[type] * edge weight`` (clamped to 0..1); entries weaker than
+        ``min_strength`` left out; at most ``per_source`` memories per origin, strongest first, ties
+        by id. So a graph walk loads only what it can use, even around hub memories."""
+        ...
+
+
 async def remember_all(backend: MemoryBackend, memories: Sequence[NewMemory]) -> list[WriteResult]:
     """Store ``memories`` in order: the backend's bulk path when it offers one, else one by one.
 

@@ -294,3 +294,5 @@ class Capabilities:
     known_entities: bool = True
     #: ``remember_many`` stores a batch faster than one ``remember`` per memory (see ``BulkWriter``).
     bulk_writes: bool = False
+    #: ``strongest_neighbors`` ranks, caps and floors one hop in the store (see ``RankedNeighbors``).
+    ranked_neighbors: bool = False

@@ -6,7 +6,7 @@ import asyncio
 import sqlite3
 import uuid
 from collections import Counter
-from collections.abc import AsyncIterator, Collection, Iterator, Sequence
+from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -88,7 +88,7 @@ class SqliteBackend(AsyncLifecycle):
     def capabilities(self) -> Capabilities:
         """Everything but intent-aware recall; vectors are stored for a plugin's dense channel; a batch
         of writes goes in one transaction (``remember_many``)."""
-        return Capabilities(vector_search=True, intent_recall=False, bulk_writes=True)
+        return Capabilities(vector_search=True, intent_recall=False, bulk_writes=True, ranked_neighbors=True)
 
     # -- life cycle -----------------------------------------------------------------------------
 
@@ -352,6 +352,25 @@ class SqliteBackend(AsyncLifecycle):
         validate_limit(limit)
         with self._translated("neighbors"):
             return await graph.neighbors(self.db, list(ids), edge_types, hops, limit, filters)
+
+    async def strongest_neighbors(
+        self,
+        ids: Sequence[str],
+        *,
+        weights: Mapping[EdgeType, float],
+        per_source: int,
+        min_strength: float,
+        limit: int,
+        filters: Filters = Filters(),
+    ) -> list[Neighbor]:
+        """One hop ranked, capped per origin and floored in SQL (``ports.RankedNeighbors``)."""
+        validate_limit(limit)
+        validate_limit(per_source, name="per_source")
+        ranking = graph.Ranking(
+            {EdgeType(k).value: float(v) for k, v in weights.items()}, per_source, min_strength
+        )
+        with self._translated("strongest_neighbors"):
+            return await graph.strongest(self.db, list(ids), ranking, limit, filters)
 
     async def changes(self, since: datetime, *, limit: int = 100) -> list[Change]:
         """Changes at or after ``since``, oldest first."""

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 
 import aiosqlite
 
@@ -50,6 +51,15 @@ async def insert_edges(db: aiosqlite.Connection, edges: Sequence[Edge]) -> None:
     )
 
 
+@dataclass(frozen=True, slots=True)
+class Ranking:
+    """How ``strongest_neighbors`` ranks a hop: strength = type weight x edge weight (0..1)."""
+
+    weights: Mapping[str, float]
+    per_source: int
+    min_strength: float
+
+
 async def _hop(
     db: aiosqlite.Connection,
     frontier: list[str],
@@ -58,12 +68,15 @@ async def _hop(
     filters: Filters,
     limit: int,
     hop: int,
+    ranking: Ranking | None = None,
 ) -> list[Neighbor]:
     """One hop: the best edge per (reached memory, type), strongest first, ties by id then type.
 
     Ranking reads only keys and weights (covered by the primary key and ``edges_target``); the full
     edge and memory rows are joined for the ``limit`` winners only, in the same query, so a hop is
-    two round trips (this query and the winners' superseders) even around hub memories.
+    two round trips (this query and the winners' superseders) even around hub memories. With a
+    ``ranking`` the store also keeps, per origin, only the strongest ``per_source`` memories (one
+    entry each) at or above ``min_strength`` (``ports.RankedNeighbors``).
     """
     clause = visible_clause(filters, None)
     half = (
@@ -71,6 +84,17 @@ async def _hop(
         "JOIN memories m ON m.id = {other} WHERE {origin} IN (SELECT value FROM json_each(?)) "
         f"AND e.type IN (SELECT value FROM json_each(?)) AND {clause.text()}"
     )
+    best = "SELECT * FROM ranked WHERE rank = 1"
+    extra: tuple[object, ...] = ()
+    if ranking is not None:
+        best = (
+            "SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY origin ORDER BY strength DESC, "
+            "other) AS place FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY origin, other ORDER BY "
+            "strength DESC, weight DESC, type) AS pick FROM (SELECT r.*, t.value * min(max(r.weight, 0), 1) "
+            "AS strength FROM ranked r JOIN json_each(?) t ON t.key = r.type WHERE r.rank = 1)) "
+            "WHERE pick = 1 AND strength >= ?) WHERE place <= ?"
+        )
+        extra = (json.dumps(dict(ranking.weights)), ranking.min_strength, ranking.per_source)
     sql = (
         "WITH reach AS ("
         + half.format(origin="e.source_id", other="e.target_id")
@@ -78,15 +102,25 @@ async def _hop(
         + half.format(origin="e.target_id", other="e.source_id")
         + "), ranked AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY other, type ORDER BY weight DESC, origin) "
         "AS rank FROM reach WHERE other NOT IN (SELECT value FROM json_each(?))), "
-        "winners AS (SELECT source_id, target_id, type, weight, origin, other FROM ranked "
-        "WHERE rank = 1 ORDER BY weight DESC, other, type LIMIT ?) "
+        f"winners AS (SELECT source_id, target_id, type, weight, origin, other FROM ({best}) "
+        "ORDER BY weight DESC, other, type LIMIT ?) "
         f"SELECT w.origin, {EDGE_COLUMNS}, {MEMORY_COLUMNS} FROM winners w "
         "JOIN edges e ON e.source_id = w.source_id AND e.target_id = w.target_id AND e.type = w.type "
         "JOIN memories m ON m.id = w.other "
         "ORDER BY w.weight DESC, w.other, w.type"
     )
     ids, types = json.dumps(frontier), json.dumps(kinds)
-    params = (ids, types, *clause.params, ids, types, *clause.params, json.dumps(sorted(visited)), limit)
+    params = (
+        ids,
+        types,
+        *clause.params,
+        ids,
+        types,
+        *clause.params,
+        json.dumps(sorted(visited)),
+        *extra,
+        limit,
+    )
     rows = list(await db.execute_fetchall(sql, params))
     edge_width = len(EDGE_COLUMNS.split(","))
     memory_rows = [row[1 + edge_width :] for row in rows]
@@ -100,6 +134,17 @@ async def _hop(
         )
         for row, memory in zip(rows, memory_rows, strict=True)
     ]
+
+
+async def strongest(
+    db: aiosqlite.Connection, ids: Sequence[str], ranking: Ranking, limit: int, filters: Filters
+) -> list[Neighbor]:
+    """One ranked hop from ``ids`` (see ``ports.RankedNeighbors``)."""
+    kinds = sorted(ranking.weights)
+    frontier = await _active_ids(db, ids)
+    if not frontier or not kinds:
+        return []
+    return await _hop(db, frontier, kinds, set(ids), filters, limit, 1, ranking)
 
 
 async def _active_ids(db: aiosqlite.Connection, ids: Sequence[str]) -> list[str]:
