@@ -124,7 +124,8 @@ def test_bench_measures_every_operation_per_size(isolated: Path) -> None:
         assert row["memories"] == row["size"]
         latency = row["latency_ms"]
         assert {name: latency[name]["n"] for name in latency} == {
-            "raw_recall": 4, "memory_search": 4, "memory_context": 4, "memory_write": 2,
+            "raw_recall": 4, "memory_search": 4, "memory_search_expanded": 4, "memory_context": 4,
+            "memory_write": 2,
         }  # fmt: skip
         assert 0 < latency["memory_search"]["p50"] <= latency["memory_search"]["max"]
         # the overhead excludes time inside the backend, so it never exceeds the wall time
@@ -132,6 +133,21 @@ def test_bench_measures_every_operation_per_size(isolated: Path) -> None:
         assert row["peak_rss_mb"] > 0 and row["ingest"]["memories_per_s"] > 0
     for name in ("bench.json", "bench.md", "latency_vs_size.png", "latency_distribution.png"):
         assert (out / name).stat().st_size > 0
+
+
+def test_bench_times_mcp_stdio_and_http_and_loads_http_on_sqlite(isolated: Path) -> None:
+    code, stdout, stderr = _invoke(
+        "bench", "--backend", "sqlite", "--sizes", "60", "--queries", "5", "--writes", "1",
+        "--transport-size", "60", "--load-clients", "1,3", "--load-seconds", "1",
+        "--out", str(isolated / "bench"), "--no-progress", "--json",
+    )  # fmt: skip
+    assert code == 0, stderr
+    measured = json.loads(stdout)["sizes"][0]["transports"]
+    for path in ("in_process", "stdio", "http"):
+        assert measured["memory_search_ms"][path]["n"] == 5
+    assert [level["clients"] for level in measured["http_load"]] == [1, 3]
+    assert all(level["calls"] > 0 and level["errors"] == 0 for level in measured["http_load"])
+    assert "through MCP" in (isolated / "bench" / "bench.md").read_text()
 
 
 def test_eval_runs_as_a_real_subprocess(isolated: Path) -> None:

@@ -12,7 +12,8 @@ import resource
 import sys
 import time
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any, cast
 
 from memory_orchestrator.domain.config import PipelineConfig
@@ -32,7 +33,7 @@ from memory_orchestrator.evaluation.summary import json_safe
 from memory_orchestrator.evaluation.synthetic import new_memories, synthetic_dataset
 from memory_orchestrator.ports import InvalidRequest, MemoryBackend, OrchestratorError, RecallQuery
 
-OPERATIONS = ("raw_recall", "memory_search", "memory_context", "memory_write")
+OPERATIONS = ("raw_recall", "memory_search", "memory_search_expanded", "memory_context", "memory_write")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,11 @@ class BenchConfig:
     seed: int = 7
     top_k: int = 10
     pipeline: PipelineConfig = field(default_factory=PipelineConfig)
+    #: The size at which ``memory_search`` is also timed through MCP (stdio and streamable HTTP)
+    #: and HTTP is loaded (SQLite only: a server process opens the same file); 0 = never.
+    transport_size: int = 10000
+    load_clients: tuple[int, ...] = (1, 10, 50, 200)
+    load_seconds: float = 10.0
 
     def __post_init__(self) -> None:
         if not self.sizes or any(size <= 0 for size in self.sizes):
@@ -128,7 +134,7 @@ async def _timed_ms(call: Coroutine[Any, Any, Any]) -> tuple[float, Any]:
 class _Samples:
     latency: dict[str, list[float]] = field(default_factory=lambda: {name: [] for name in OPERATIONS})
     overhead: dict[str, list[float]] = field(
-        default_factory=lambda: {"memory_search": [], "memory_context": []}
+        default_factory=lambda: {"memory_search": [], "memory_search_expanded": [], "memory_context": []}
     )
     recall: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -158,6 +164,9 @@ async def _measure_reads(
             search_ms, result = await _timed_ms(orchestrator.search(search))
             search_busy = timer.busy_s * 1000.0
             timer.reset()
+            expanded_ms, _ = await _timed_ms(orchestrator.search(replace(search, expand=True)))
+            expanded_busy = timer.busy_s * 1000.0
+            timer.reset()
             context_ms, _ = await _timed_ms(orchestrator.context(context))
             context_busy = timer.busy_s * 1000.0
         except OrchestratorError as exc:
@@ -167,8 +176,10 @@ async def _measure_reads(
             continue
         samples.latency["raw_recall"].append(raw_ms)
         samples.latency["memory_search"].append(search_ms)
+        samples.latency["memory_search_expanded"].append(expanded_ms)
         samples.latency["memory_context"].append(context_ms)
         samples.overhead["memory_search"].append(search_ms - search_busy)
+        samples.overhead["memory_search_expanded"].append(expanded_ms - expanded_busy)
         samples.overhead["memory_context"].append(context_ms - context_busy)
         samples.recall.append(_recall(result.items, query.gold, dataset, config.top_k))
     return samples
@@ -193,6 +204,51 @@ async def _measure_writes(orchestrator: Orchestrator, config: BenchConfig, sampl
             samples.latency["memory_write"].append(write_ms)
 
 
+async def _measure_transports(
+    size: int,
+    backend: MemoryBackend,
+    orchestrator: Orchestrator,
+    dataset: Dataset,
+    config: BenchConfig,
+    progress: RunProgress,
+) -> dict[str, Any] | None:
+    """``memory_search`` in process, over stdio and over HTTP (the same calls), then HTTP load."""
+    store_file = getattr(backend, "path", None)
+    if size != config.transport_size or backend.name != "sqlite" or not isinstance(store_file, Path):
+        return None
+    from memory_orchestrator.evaluation import transports  # the MCP client: only when measured
+
+    calls: list[dict[str, Any]] = [
+        {"query": query.query, "top_k": config.top_k, "expand": False} for query in dataset.queries
+    ]
+    in_process = []
+    for position, query in enumerate(dataset.queries):
+        request = SearchRequest(query.query, top_k=config.top_k, expand=False)
+        elapsed, _ = await _timed_ms(orchestrator.search(request))
+        if position >= config.warmup:
+            in_process.append(elapsed)
+    progress.stage(f"MCP transports at {size}", 2 + len(config.load_clients))
+    stdio = await transports.over_stdio(store_file, calls, config.warmup)
+    progress.advance()
+    levels = []
+    async with transports.http_server(store_file) as base:
+        http = await transports.over_http(base, calls, config.warmup)
+        progress.advance()
+        for clients in config.load_clients:
+            level = await transports.load(base, calls, clients=clients, seconds=config.load_seconds)
+            levels.append({**level, "latency_ms": stats(level.pop("latencies"))})
+            progress.advance()
+    base_p50 = stats(in_process)["p50"]
+    return {
+        "memory_search_ms": {"in_process": stats(in_process), "stdio": stats(stdio), "http": stats(http)},
+        "added_p50_ms": {
+            "stdio": round(stats(stdio)["p50"] - base_p50, 3),
+            "http": round(stats(http)["p50"] - base_p50, 3),
+        },
+        "http_load": levels,
+    }
+
+
 async def bench_size(
     size: int, make_backend: BackendMaker, config: BenchConfig, progress: RunProgress
 ) -> dict[str, Any]:
@@ -208,6 +264,7 @@ async def bench_size(
         samples = await _measure_reads(dataset, backend, timer, orchestrator, config, progress)
         await _measure_writes(orchestrator, config, samples)
         health = await backend.health()
+        transports = await _measure_transports(size, backend, orchestrator, dataset, config, progress)
     return {
         "size": size,
         "memories": report.written,
@@ -221,6 +278,7 @@ async def bench_size(
         },
         "latency_ms": {name: stats(values) for name, values in samples.latency.items()},
         "overhead_ms": {name: stats(values) for name, values in samples.overhead.items()},
+        "transports": transports,
         "search_recall@10": mean(samples.recall),
         "peak_rss_mb": peak_rss_mb(),
         "errors": {"count": len(samples.errors), "examples": samples.errors[:5]},

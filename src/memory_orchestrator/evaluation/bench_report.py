@@ -41,6 +41,7 @@ def bench_markdown(document: Mapping[str, Any], plots: list[Path]) -> str:
                 f"{_ms(cell['mean'])} |"
             )
     lines += _overhead_and_ingest_lines(document)
+    lines += _transport_lines(document)
     lines += [
         "",
         "Peak RSS is the process peak so far (sizes run in ascending order in one process). Sanity recall: "
@@ -68,6 +69,39 @@ def _overhead_and_ingest_lines(document: Mapping[str, Any]) -> list[str]:
             f"{'yes' if ingest['backdated'] else 'NO'} | {row['peak_rss_mb']:.0f} | "
             f"{100 * row['search_recall@10']:.1f}% | {row['errors']['count']} |"
         )
+    return lines
+
+
+def _transport_lines(document: Mapping[str, Any]) -> list[str]:
+    lines: list[str] = []
+    for row in document["sizes"]:
+        measured = row.get("transports")
+        if not measured:
+            continue
+        lines += [
+            "",
+            f"## memory_search through MCP at {row['size']} (the same calls, expand false)",
+            "",
+            "| path | p50 | p95 | added p50 |",
+            "|---|---|---|---|",
+        ]
+        added = measured["added_p50_ms"]
+        for path, cell in measured["memory_search_ms"].items():
+            extra = _ms(added[path]) if path in added else "-"
+            lines.append(f"| {path} | {_ms(cell['p50'])} | {_ms(cell['p95'])} | {extra} |")
+        lines += [
+            "",
+            f"## HTTP load at {row['size']} (memory_search, stateless JSON-RPC, loopback)",
+            "",
+            "| clients | seconds | calls | calls/s | p50 | p95 | errors |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for level in measured["http_load"]:
+            cell = level["latency_ms"]
+            lines.append(
+                f"| {level['clients']} | {level['seconds']} | {level['calls']} | {level['calls_per_s']} | "
+                f"{_ms(cell['p50'])} | {_ms(cell['p95'])} | {level['errors']} |"
+            )
     return lines
 
 

@@ -285,10 +285,22 @@ def bench(
     ] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar on stderr.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole result as JSON.")] = False,
+    transport_size: Annotated[
+        int,
+        typer.Option(
+            help="Size at which memory_search is also timed over MCP stdio/HTTP and HTTP is "
+            "loaded (SQLite only; 0 = never)."
+        ),
+    ] = 10000,
+    load_clients: Annotated[
+        str, typer.Option(help="Concurrent HTTP clients per load level.")
+    ] = "1,10,50,200",
+    load_seconds: Annotated[float, typer.Option(min=1, max=600, help="Seconds per load level.")] = 10.0,
 ) -> None:
     """Benchmark search/context/write latency, orchestrator overhead, RSS and ingest on synthetic data."""
     name = backend or state_of(ctx).backend or "sqlite"
     size_list = guarded(lambda: parse_ints(sizes, "--sizes"))
+    clients = guarded(lambda: parse_ints(load_clients, "--load-clients"))
     target = out or Path("eval") / "reports" / f"bench-{name}"
 
     async def action() -> dict[str, Any]:
@@ -302,7 +314,8 @@ def bench(
         check_backend(plugins, name)
         config = BenchConfig(
             backend=name, sizes=size_list, queries=queries, writes=writes, seed=seed,
-            pipeline=settings.pipeline_config(),
+            pipeline=settings.pipeline_config(), transport_size=transport_size,
+            load_clients=clients, load_seconds=load_seconds,
         )  # fmt: skip
         with _workdir() as workdir, RichProgress(console=console, enabled=progress) as bar:
             document = await run_bench(config, backend_maker(settings, plugins, name, workdir), progress=bar)
