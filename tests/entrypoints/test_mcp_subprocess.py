@@ -201,6 +201,12 @@ def _rpc(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def test_well_known_paths_are_not_found_so_clients_do_not_start_oauth(http_server: str) -> None:
+    for path in ("/.well-known/oauth-protected-resource", "/.well-known/oauth-authorization-server/mcp"):
+        assert httpx.get(f"{http_server}{path}").status_code == 404
+        assert httpx.get(f"{http_server}{path}", headers={"Authorization": "Bearer guess"}).status_code == 404
+
+
 def test_http_refuses_missing_and_unknown_tokens(http_server: str) -> None:
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
     body = _rpc("memory_search", {"query": "anything"})

@@ -101,6 +101,10 @@ async def test_every_tool_is_listed_with_a_strict_input_and_an_output_schema() -
     by_name = {tool.name: tool for tool in listing.tools}
     assert by_name["memory_forget"].annotations.destructive_hint is True  # type: ignore[union-attr]
     assert by_name["memory_search"].annotations.read_only_hint is True  # type: ignore[union-attr]
+    # reads, a deduplicating write, a link that replaces the same edge and forget are idempotent;
+    # a session summary stores a new summary each time
+    idempotent = {name for name, tool in by_name.items() if tool.annotations.idempotent_hint}  # type: ignore[union-attr]
+    assert idempotent == set(by_name) - {"memory_session_summary"}
 
 
 @pytest.mark.anyio

@@ -144,6 +144,11 @@ class BearerAuthMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Authenticate one HTTP request, then hand it on (or answer 401)."""
+        if scope["type"] == "http" and str(scope.get("path", "")).startswith("/.well-known/"):
+            # No OAuth here: a 404 (not a 401) tells MCP clients not to look for an authorisation
+            # server, so they send the bearer token they were given instead.
+            await _not_found(send)
+            return
         if scope["type"] != "http" or scope.get("path") in self._open_paths:
             await self._app(scope, receive, send)
             return
@@ -202,6 +207,13 @@ def _anonymous_allowed(body: bytes) -> bool:
             continue
         return False
     return True
+
+
+async def _not_found(send: Send) -> None:
+    body = b'{"error": "not_found"}'
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": 404, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _unauthorised(send: Send, error: str, description: str) -> None:

@@ -47,6 +47,9 @@ class ToolSpec:
     destructive: bool = False
     #: An anonymous caller may use it on the default store (health).
     anonymous: bool = False
+    #: Calling it again with the same arguments changes nothing more (reads; a write that dedups; a
+    #: link that replaces the same edge; a forget of a forgotten memory).
+    idempotent: bool = True
 
 
 async def search(inp: s.SearchInput, call: ToolCall) -> o.SearchOutput:
@@ -274,7 +277,7 @@ def tool_specs(*, include_session_tools: bool = True) -> list[ToolSpec]:
                 s.SessionSummaryInput,
                 o.SessionSummaryOutput,
                 session_summary,
-                _WRITES,
+                {**_WRITES, "idempotent": False},
             ),
         ]
     return [
