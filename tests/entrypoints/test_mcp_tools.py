@@ -163,6 +163,34 @@ async def test_context_fits_the_budget_and_keeps_memory_ids() -> None:
 
 
 @pytest.mark.anyio
+async def test_the_text_a_model_reads_is_the_context_block_or_a_compact_listing() -> None:
+    async with connected() as (client, stores):
+        ids = [
+            await remember(
+                client, stores, f"Billing note {i}: invoices retried {i + 1} times", entities=["Billing"]
+            )
+            for i in range(12)
+        ]
+        budget = {"max_items": 10, "max_tokens": 60}
+        context = await client.call_tool(
+            "memory_context", {"query": "how are Billing invoices retried?", "response_budget": budget}
+        )
+        search = await client.call_tool("memory_search", {"query": "Billing invoices", "top_k": 5})
+        written = await client.call_tool("memory_write", {"content": "Billing moved to Stripe"})
+    text = context.content[0].text  # type: ignore[union-attr]
+    structured = context.structured_content or {}
+    assert text == structured["context_block"]
+    # within the token budget at the pipeline's own estimate (4 characters a token)
+    assert len(text) <= 60 * 4 and structured["est_tokens"] <= 60
+    assert all(item["memory_id"] in text for item in structured["items"])
+    listing = search.content[0].text  # type: ignore[union-attr]
+    assert listing.count("\n") == len((search.structured_content or {})["items"])
+    assert any(memory_id in listing for memory_id in ids)
+    assert len(listing) < len(json.dumps(search.structured_content)) / 2
+    assert "\n" not in written.content[0].text  # compact JSON, not pretty-printed  # type: ignore[union-attr]
+
+
+@pytest.mark.anyio
 async def test_expand_follows_links_from_ids_and_from_entity_names() -> None:
     async with connected() as (client, stores):
         cause = await remember(client, stores, "The nightly job kept timing out", entities=["Scheduler"])

@@ -23,8 +23,8 @@ from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
-from mcp_types import ToolAnnotations
-from pydantic import BaseModel, ConfigDict
+from mcp_types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import ConfigDict
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
@@ -50,6 +50,7 @@ from memory_orchestrator.entrypoints.mcp.state import (
     StorePool,
     ToolCall,
 )
+from memory_orchestrator.entrypoints.mcp.text import result_text
 from memory_orchestrator.entrypoints.mcp.tools import ToolSpec, tool_specs
 from memory_orchestrator.ports import (
     AccessDenied,
@@ -137,7 +138,7 @@ _CREATES_STORE = frozenset({"memory_write", "memory_session_summary"})
 
 
 def _make_tool(spec: ToolSpec) -> Tool:
-    async def run(arguments: dict[str, Any], ctx: Context) -> BaseModel:
+    async def run(arguments: dict[str, Any], ctx: Context) -> CallToolResult:
         state = cast(ServerState, ctx.request_context.lifespan_context)
         started = time.perf_counter()
         call = ToolCall(
@@ -158,7 +159,11 @@ def _make_tool(spec: ToolSpec) -> Tool:
             call.store = _choose_store(getattr(payload, "store", None), call.caller, state.options)
             if not (spec.anonymous and call.caller.anonymous):
                 call.caller.check(spec.name, call.store)
-            return await spec.body(payload, call)
+            output = await spec.body(payload, call)
+            data = output.model_dump(mode="json", by_alias=True)
+            # Compact text for the model, the full result once as structured content.
+            text = TextContent(type="text", text=result_text(spec.name, output, data))
+            return CallToolResult(content=[text], structured_content=data)
         except Exception as exc:
             status = type(exc).__name__
             if not isinstance(exc, InvalidRequest | NotFound | AccessDenied | BackendError):
