@@ -201,6 +201,35 @@ def _rpc(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def test_http_workers_share_the_port_and_stop_with_the_server(tmp_path: Path) -> None:
+    port = _free_port()
+    env = {**_environment(tmp_path), "ORCHESTRATOR_HTTP__WORKERS": "2"}
+    process = subprocess.Popen(
+        [ORCHESTRATOR, "serve", "--http", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        _wait_ready(process, f"{base}/health")
+        headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        answers = [httpx.post(f"{base}/mcp", json=body, headers=headers) for _ in range(8)]
+        assert all(answer.status_code == 200 for answer in answers)
+        children = subprocess.run(
+            ["pgrep", "-P", str(process.pid)], capture_output=True, text=True, check=False
+        ).stdout.split()
+        assert len(children) == 2  # two worker processes under the supervising one
+    finally:
+        process.terminate()
+        process.wait(timeout=15)
+    time.sleep(0.5)
+    assert all(not Path(f"/proc/{pid}").exists() for pid in children)
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"{base}/health", timeout=2.0)
+
+
 def test_well_known_paths_are_not_found_so_clients_do_not_start_oauth(http_server: str) -> None:
     for path in ("/.well-known/oauth-protected-resource", "/.well-known/oauth-authorization-server/mcp"):
         assert httpx.get(f"{http_server}{path}").status_code == 404

@@ -53,6 +53,8 @@ class BenchConfig:
     transport_size: int = 10000
     load_clients: tuple[int, ...] = (1, 10, 50, 200)
     load_seconds: float = 10.0
+    #: Processes of the HTTP server under load (``[http] workers``).
+    http_workers: int = 1
 
     def __post_init__(self) -> None:
         if not self.sizes or any(size <= 0 for size in self.sizes):
@@ -231,7 +233,7 @@ async def _measure_transports(
     stdio = await transports.over_stdio(store_file, calls, config.warmup)
     progress.advance()
     levels = []
-    async with transports.http_server(store_file) as base:
+    async with transports.http_server(store_file, workers=config.http_workers) as base:
         http = await transports.over_http(base, calls, config.warmup)
         progress.advance()
         for clients in config.load_clients:
@@ -240,6 +242,7 @@ async def _measure_transports(
             progress.advance()
     base_p50 = stats(in_process)["p50"]
     return {
+        "http_workers": config.http_workers,
         "memory_search_ms": {"in_process": stats(in_process), "stdio": stats(stdio), "http": stats(http)},
         "added_p50_ms": {
             "stdio": round(stats(stdio)["p50"] - base_p50, 3),

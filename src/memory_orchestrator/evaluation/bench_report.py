@@ -91,7 +91,8 @@ def _transport_lines(document: Mapping[str, Any]) -> list[str]:
             lines.append(f"| {path} | {_ms(cell['p50'])} | {_ms(cell['p95'])} | {extra} |")
         lines += [
             "",
-            f"## HTTP load at {row['size']} (memory_search, stateless JSON-RPC, loopback)",
+            f"## HTTP load at {row['size']} (memory_search, stateless JSON-RPC, loopback, "
+            f"{measured.get('http_workers', 1)} server process(es))",
             "",
             "| clients | seconds | calls | calls/s | p50 | p95 | errors |",
             "|---|---|---|---|---|---|---|",

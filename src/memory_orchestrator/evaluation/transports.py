@@ -78,15 +78,15 @@ async def over_stdio(store_file: Path, calls: Sequence[dict[str, Any]], warmup: 
 
 
 @asynccontextmanager
-async def http_server(store_file: Path) -> AsyncIterator[str]:
-    """A streamable HTTP server on a free loopback port; yields its base URL."""
+async def http_server(store_file: Path, *, workers: int = 1) -> AsyncIterator[str]:
+    """A streamable HTTP server (``workers`` processes) on a free loopback port; yields its base URL."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = int(sock.getsockname()[1])
     process = await asyncio.to_thread(
         subprocess.Popen,
         [orchestrator_command(), "serve", "--http", "--host", "127.0.0.1", "--port", str(port)],
-        env=server_environment(store_file),
+        env={**server_environment(store_file), "ORCHESTRATOR_HTTP__WORKERS": str(workers)},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

@@ -296,6 +296,7 @@ def bench(
         str, typer.Option(help="Concurrent HTTP clients per load level.")
     ] = "1,10,50,200",
     load_seconds: Annotated[float, typer.Option(min=1, max=600, help="Seconds per load level.")] = 10.0,
+    http_workers: Annotated[int, typer.Option(min=1, max=64, help="HTTP server processes under load.")] = 1,
 ) -> None:
     """Benchmark search/context/write latency, orchestrator overhead, RSS and ingest on synthetic data."""
     name = backend or state_of(ctx).backend or "sqlite"
@@ -315,7 +316,7 @@ def bench(
         config = BenchConfig(
             backend=name, sizes=size_list, queries=queries, writes=writes, seed=seed,
             pipeline=settings.pipeline_config(), transport_size=transport_size,
-            load_clients=clients, load_seconds=load_seconds,
+            load_clients=clients, load_seconds=load_seconds, http_workers=http_workers,
         )  # fmt: skip
         with _workdir() as workdir, RichProgress(console=console, enabled=progress) as bar:
             document = await run_bench(config, backend_maker(settings, plugins, name, workdir), progress=bar)

@@ -153,6 +153,9 @@ class HttpSection(Section):
     header_timeout_s: float = Field(default=10.0, gt=0, le=300)
     max_body_bytes: int = Field(default=1_048_576, ge=1024, le=64 * 1_048_576)
     max_json_depth: int = Field(default=64, ge=4, le=1000)
+    #: Server processes sharing the listening socket (each with its own store connections; SQLite
+    #: serialises their writes). 1 = one process.
+    workers: int = Field(default=1, ge=1, le=64)
 
 
 class AuthToken(Section):

@@ -7,7 +7,11 @@ only when a server is actually started, not for every ``orchestrator`` command.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+import contextlib
+import os
+import signal
+import socket
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 from memory_orchestrator.adapters.sqlite import store_path as sqlite_store_path
@@ -85,8 +89,60 @@ def run(settings: Settings, *, store: str | None, http: bool, host: str, port: i
     options = server_options(settings, default_store=store, http=http)
     exists = store_exists(settings, options.default_store)
     server = build_server(store_opener(settings), options, exists=exists)
-    if http:
-        limits = HttpLimits(**settings.http.model_dump())
-        asyncio.run(serve_http(server, registry, host=host, port=port, limits=limits))
-    else:
+    if not http:
         asyncio.run(serve_stdio(server))
+        return
+    limits = HttpLimits(**settings.http.model_dump(exclude={"workers"}))
+    if settings.http.workers == 1:
+        asyncio.run(serve_http(server, registry, host=host, port=port, limits=limits))
+        return
+    listening = bind_socket(host, port)
+
+    def serve_one() -> None:
+        asyncio.run(serve_http(server, registry, host=host, port=port, limits=limits, sockets=[listening]))
+
+    serve_forked(serve_one, settings.http.workers)
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening TCP socket the worker processes share."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    listening = socket.socket(family, socket.SOCK_STREAM)
+    listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listening.bind((host, port))
+    listening.listen(2048)
+    listening.set_inheritable(True)
+    return listening
+
+
+def serve_forked(serve_one: Callable[[], None], workers: int) -> None:
+    """Run ``serve_one`` in ``workers`` forked processes; this one only supervises them: SIGTERM or
+    SIGINT here stops them all (a worker's server re-raises the signal when it stops, so the parent
+    cannot be one of them and still clean up)."""
+
+    def stop(_signum: int, _frame: object) -> None:
+        raise SystemExit(0)
+
+    previous = {number: signal.signal(number, stop) for number in (signal.SIGTERM, signal.SIGINT)}
+    children: list[int] = []
+    try:
+        for _ in range(workers):
+            pid = os.fork()
+            if pid == 0:
+                for number, handler in previous.items():
+                    signal.signal(number, handler)
+                try:
+                    serve_one()
+                finally:
+                    os._exit(0)
+            children.append(pid)
+        while children:  # a worker that dies leaves the others serving
+            pid, _status = os.wait()
+            children.remove(pid)
+    finally:
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGTERM)
+        for pid in children:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)

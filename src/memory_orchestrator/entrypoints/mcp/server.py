@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import sys
 import time
 from collections.abc import AsyncIterator
@@ -284,7 +285,13 @@ async def serve_stdio(server: MCPServer[Any]) -> None:
 
 
 async def serve_http(
-    server: MCPServer[Any], registry: TokenRegistry, *, host: str, port: int, limits: HttpLimits | None = None
+    server: MCPServer[Any],
+    registry: TokenRegistry,
+    *,
+    host: str,
+    port: int,
+    limits: HttpLimits | None = None,
+    sockets: list[socket.socket] | None = None,
 ) -> None:
     """Serve streamable HTTP on ``host:port`` until interrupted (headers must arrive in time, idle
     keep-alive connections close after 5 s)."""
@@ -301,7 +308,7 @@ async def serve_http(
         http=header_timeout_protocol(limits.header_timeout_s),
         timeout_keep_alive=5,
     )
-    await uvicorn.Server(config).serve()
+    await uvicorn.Server(config).serve(sockets=sockets)
 
 
 def _version() -> str:
