@@ -182,6 +182,15 @@ class AuthSection(Section):
     tokens: list[AuthToken] = Field(default_factory=list)
 
 
+class ServerSection(Section):
+    """How long an MCP tool call may take before it answers with a clear error (a backend that
+    hangs or is down never holds a caller longer)."""
+
+    read_timeout_s: float = Field(default=2.0, gt=0, le=600)
+    #: Writes get longer: a timed-out write may still complete, and retrying it is safe (dedup).
+    write_timeout_s: float = Field(default=10.0, gt=0, le=600)
+
+
 class FeaturesSection(Section):
     """Feature flags."""
 

@@ -48,6 +48,7 @@ from memory_orchestrator.entrypoints.config.sections import (
     RetrySection,
     ScorersSection,
     Section,
+    ServerSection,
     SqliteSection,
     StoreName,
     TracesSection,
@@ -68,6 +69,7 @@ __all__ = [
     "PluginsSection",
     "RetrySection",
     "ScorersSection",
+    "ServerSection",
     "Settings",
     "SqliteSection",
     "TracesSection",
@@ -181,6 +183,7 @@ class Settings(BaseSettings):
     traces: TracesSection = TracesSection()
     cache: CacheSection = CacheSection()
     http: HttpSection = HttpSection()
+    server: ServerSection = ServerSection()
     auth: AuthSection = AuthSection()
     features: FeaturesSection = FeaturesSection()
     #: The file the settings were read from (None when there was none); set by :func:`load_settings`.

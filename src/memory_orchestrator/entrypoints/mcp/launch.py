@@ -79,6 +79,8 @@ def server_options(settings: Settings, *, default_store: str | None, http: bool)
         log_contents=settings.traces.verbosity == "full",
         session_tools=settings.features.session_tools,
         require_http_caller=http,
+        read_timeout_s=settings.server.read_timeout_s,
+        write_timeout_s=settings.server.write_timeout_s,
     )
 
 

@@ -10,6 +10,7 @@ Every ``mcp`` import of the project lives in this module.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import socket
@@ -102,7 +103,21 @@ def _choose_store(requested: str | None, caller: Caller, options: ServerOptions)
     return own[0] if len(own) == 1 else options.default_store
 
 
+class CallTimedOut(BackendUnavailable):
+    """A tool call that outlived its deadline (the backend hangs, or is down and slow to say so)."""
+
+    def __init__(self, tool: str, seconds: float, read_only: bool) -> None:
+        self.answer = f"the memory store did not answer within {seconds:g} s; retry in a moment" + (
+            ""
+            if read_only
+            else " (the write may still complete: retrying it is safe, duplicates are skipped)"
+        )
+        super().__init__(f"{tool} timed out after {seconds:g} s", backend="mcp")
+
+
 def _tool_error(exc: Exception) -> ToolError:
+    if isinstance(exc, CallTimedOut):
+        return ToolError(exc.answer)
     if isinstance(exc, AccessDenied):
         return ToolError(str(exc))
     if isinstance(exc, InvalidRequest):
@@ -160,7 +175,12 @@ def _make_tool(spec: ToolSpec) -> Tool:
             call.store = _choose_store(getattr(payload, "store", None), call.caller, state.options)
             if not (spec.anonymous and call.caller.anonymous):
                 call.caller.check(spec.name, call.store)
-            output = await spec.body(payload, call)
+            limit = state.options.read_timeout_s if spec.read_only else state.options.write_timeout_s
+            try:
+                async with asyncio.timeout(limit):
+                    output = await spec.body(payload, call)
+            except TimeoutError:
+                raise CallTimedOut(spec.name, limit, spec.read_only) from None
             data = output.model_dump(mode="json", by_alias=True)
             # Compact text for the model, the full result once as structured content.
             text = TextContent(type="text", text=result_text(spec.name, output, data))

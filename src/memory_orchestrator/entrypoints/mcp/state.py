@@ -54,6 +54,9 @@ class ServerOptions:
     session_tools: bool = True
     #: HTTP mode: a request without an authenticated caller in its scope is refused.
     require_http_caller: bool = False
+    #: A tool call that takes longer answers "unavailable" (reads / writes).
+    read_timeout_s: float = 2.0
+    write_timeout_s: float = 10.0
 
 
 #: Says whether a store already exists (reads of a missing one are refused instead of creating it).

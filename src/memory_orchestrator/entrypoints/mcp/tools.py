@@ -23,6 +23,7 @@ from memory_orchestrator.entrypoints.mcp.auth import ALL_STORES
 from memory_orchestrator.entrypoints.mcp.state import ToolCall, public_warning
 from memory_orchestrator.ports import (
     AccessDenied,
+    BackendUnavailable,
     HealthCheck,
     NotFound,
 )
@@ -210,6 +211,9 @@ async def changes(inp: s.ChangesInput, call: ToolCall) -> o.ChangesOutput:
     last = await sessions.last_session_time(backend, now) if "session" in inp.since.lower() else None
     since = sessions.parse_since(inp.since, now, last_session=last)
     report = await sessions.collect_changes(backend, since, now, entity=inp.entity, limit=inp.limit)
+    if report.method == "unavailable":
+        # nothing could be listed: an error, never an empty list that reads as "nothing changed"
+        raise BackendUnavailable("changes could not be listed", backend="mcp")
     call.log["results"] = len(report.events)
     return o.ChangesOutput.model_validate({**report.to_dict(), "store": call.store})
 
