@@ -19,7 +19,7 @@ from memory_orchestrator.adapters.sqlite import vectors as vector_rows
 from memory_orchestrator.adapters.sqlite.health import health_report
 from memory_orchestrator.adapters.sqlite.records import active_records, select_records
 from memory_orchestrator.adapters.sqlite.rows import MEMORY_COLUMNS, stamp
-from memory_orchestrator.adapters.sqlite.schema import migrate
+from memory_orchestrator.adapters.sqlite.schema import SCHEMA_VERSION, migrate, schema_version
 from memory_orchestrator.adapters.sqlite.sync_db import SyncConnection
 from memory_orchestrator.adapters.sqlite.transactions import rollback
 from memory_orchestrator.ports import (
@@ -83,6 +83,8 @@ class SqliteBackend(AsyncLifecycle):
         self.busy_timeout_ms = busy_timeout_ms
         self._db: aiosqlite.Connection | None = None
         self._write_lock = asyncio.Lock()
+        #: Opened read-only because the store cannot be written (see ``open``).
+        self.read_only = False
 
     @property
     def capabilities(self) -> Capabilities:
@@ -93,21 +95,52 @@ class SqliteBackend(AsyncLifecycle):
     # -- life cycle -----------------------------------------------------------------------------
 
     async def open(self) -> None:
-        """Create the folder and the file if needed, switch to WAL and migrate the schema."""
+        """Create the folder and the file if needed, switch to WAL and migrate the schema.
+
+        A store that exists but cannot be written (a read-only folder, file or medium) is opened
+        read-only: reads work, writes are refused with a clear error naming the file.
+        """
         if self._db is not None:
             return
-        with self._translated("open"):
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            db = await aiosqlite.connect(self.path, isolation_level=None)
-            try:
-                await db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms):d}")
-                await db.execute("PRAGMA journal_mode = WAL")
-                await db.execute("PRAGMA synchronous = NORMAL")
-                await migrate(db, backend=self.name)
-            except BaseException:
-                await db.close()
+        try:
+            with self._translated(f"open {self.path}"):
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                self._db = await self._connect_writable()
+        except BackendUnavailable as exc:
+            if not self.path.is_file() or not _cannot_write(exc):
                 raise
-            self._db = db
+            with self._translated(f"open {self.path} read-only (after: {exc})"):
+                self._db = await self._connect_read_only()
+            self.read_only = True
+
+    async def _connect_writable(self) -> aiosqlite.Connection:
+        db = await aiosqlite.connect(self.path, isolation_level=None)
+        try:
+            await db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms):d}")
+            await db.execute("PRAGMA journal_mode = WAL")
+            await db.execute("PRAGMA synchronous = NORMAL")
+            await migrate(db, backend=self.name)
+        except BaseException:
+            await db.close()
+            raise
+        return db
+
+    async def _connect_read_only(self) -> aiosqlite.Connection:
+        # immutable: nothing can write this file now, so no lock or -shm file is needed to read it
+        uri = f"{self.path.resolve().as_uri()}?mode=ro&immutable=1"
+        db = await aiosqlite.connect(uri, uri=True, isolation_level=None)
+        try:
+            version = await schema_version(db)
+            if version != SCHEMA_VERSION:
+                raise BackendRejected(
+                    f"{self.path} has schema version {version}, this program needs {SCHEMA_VERSION}, "
+                    "and the store cannot be written to migrate it",
+                    backend=self.name,
+                )
+        except BaseException:
+            await db.close()
+            raise
+        return db
 
     async def aclose(self) -> None:
         """Close the connection. Idempotent."""
@@ -135,6 +168,7 @@ class SqliteBackend(AsyncLifecycle):
 
     @asynccontextmanager
     async def _transaction(self, operation: str) -> AsyncIterator[aiosqlite.Connection]:
+        self._check_writable(operation)
         db = self.db
         async with self._write_lock:
             with self._translated(operation):
@@ -146,6 +180,14 @@ class SqliteBackend(AsyncLifecycle):
                 except BaseException:
                     await rollback(db)
                     raise
+
+    def _check_writable(self, operation: str) -> None:
+        if self.read_only:
+            raise BackendRejected(
+                f"{operation}: the store {self.path} is read-only (its folder or file cannot be "
+                "written); reads still work",
+                backend=self.name,
+            )
 
     async def _begin(self, db: aiosqlite.Connection) -> None:
         # busy_timeout already waits; this bounded retry covers writers that outlast it.
@@ -193,6 +235,7 @@ class SqliteBackend(AsyncLifecycle):
         if not memories:
             return []
         batch = list(memories)
+        self._check_writable("remember_many")
         async with self._write_lock:
             with self._translated("remember_many"):
                 return await asyncio.to_thread(self._remember_batch, batch)
@@ -430,3 +473,9 @@ class SqliteBackend(AsyncLifecycle):
         )
         with self._translated("all_records"):
             return await select_records(self.db, sql, ())
+
+
+def _cannot_write(exc: BaseException) -> bool:
+    """Whether an open failed because the store's folder or file cannot be written."""
+    text = str(exc).lower()
+    return any(cue in text for cue in ("unable to open database file", "readonly", "read-only"))

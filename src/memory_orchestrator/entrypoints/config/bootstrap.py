@@ -7,6 +7,7 @@ same pipeline everywhere. Nothing is opened before :func:`open_runtime` is enter
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -14,8 +15,17 @@ from memory_orchestrator.adapters.sqlite.trace_store import SqliteTraceStore
 from memory_orchestrator.domain.orchestrator import Orchestrator
 from memory_orchestrator.entrypoints.config.settings import Settings
 from memory_orchestrator.plugins.manager import PluginManager, load_plugins
-from memory_orchestrator.ports import MemoryBackend, PluginError, RetrievalChannel, Scorer, TraceStore
+from memory_orchestrator.ports import (
+    BackendUnavailable,
+    MemoryBackend,
+    PluginError,
+    RetrievalChannel,
+    Scorer,
+    TraceStore,
+)
 from memory_orchestrator.ports.retrying import RetryingBackend, RetryPolicy
+
+LOG = logging.getLogger("memory_orchestrator")
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,8 +143,13 @@ async def open_runtime(
     async with contextlib.AsyncExitStack() as stack:
         backend = await stack.enter_async_context(open_backend(settings, plugins, store=store))
         if traces is not None:
-            await traces.open()
-            stack.push_async_callback(traces.aclose)
+            try:
+                await traces.open()
+                stack.push_async_callback(traces.aclose)
+            except BackendUnavailable as exc:
+                # A read-only data folder: the store still answers reads; traces stay in process.
+                LOG.warning("trace store unavailable (%s); traces are kept in memory only", exc)
+                traces = None
         orchestrator = build_orchestrator(settings, backend, scorers, traces, channels)
         yield Runtime(
             backend=backend,
