@@ -108,6 +108,24 @@ async def test_every_tool_is_listed_with_a_strict_input_and_an_output_schema() -
 
 
 @pytest.mark.anyio
+async def test_the_tool_list_costs_a_model_under_4k_tokens_and_describes_every_field() -> None:
+    async with connected() as (client, _stores):
+        listing = await client.list_tools()
+    dumped = [tool.model_dump(mode="json", by_alias=True, exclude_none=True) for tool in listing.tools]
+    characters = sum(len(json.dumps(tool, separators=(",", ":"))) for tool in dumped)
+    assert characters / 4 < 4000, f"tools/list is ~{characters // 4} tokens"
+    undescribed = []
+    for tool in listing.tools:
+        schema = tool.input_schema
+        objects = [(tool.name, schema), *((name, d) for name, d in schema.get("$defs", {}).items())]
+        for owner, node in objects:
+            undescribed += [
+                f"{owner}.{key}" for key, field in node["properties"].items() if not field.get("description")
+            ]
+    assert undescribed == []
+
+
+@pytest.mark.anyio
 async def test_write_then_search_and_get_return_the_memory_with_reasons() -> None:
     async with connected() as (client, stores):
         sqlite = await remember(

@@ -59,7 +59,7 @@ StoreName = Annotated[
     str,
     Field(
         pattern=r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$",
-        description="Memory store (namespace) to use; omit for the server's default store.",
+        description="Store (namespace); omit for the default.",
     ),
 ]
 EntityName = Annotated[str, Field(min_length=1, max_length=MAX_ENTITY_CHARS)]
@@ -148,7 +148,7 @@ class SearchInput(StrictInput):
     task: str = Field(
         default="", max_length=MAX_TASK_CHARS, description="What the agent is doing (helps ranking)."
     )
-    filters: FiltersInput = FiltersInput()
+    filters: FiltersInput = Field(default_factory=FiltersInput, description="Only matching memories.")
     top_k: int = Field(default=10, ge=1, le=MAX_TOP_K, description="How many memories to return.")
     expand: bool = Field(default=True, description="Follow graph edges from the direct hits.")
     store: StoreName | None = None
@@ -172,12 +172,12 @@ class ContextInput(StrictInput):
     scope: EntityName | None = Field(
         default=None, description="An entity or project: return everything about it within the budget."
     )
-    response_budget: BudgetInput = BudgetInput()
-    filters: FiltersInput = FiltersInput()
+    response_budget: BudgetInput = Field(default_factory=BudgetInput, description="Size limits.")
+    filters: FiltersInput = Field(default_factory=FiltersInput, description="Only matching memories.")
     group_by: Literal["entity", "time", "task"] | None = Field(
         default=None, description="Omit to let the plan decide."
     )
-    expand: bool = True
+    expand: bool = Field(default=True, description="Follow graph edges.")
     store: StoreName | None = None
 
     @model_validator(mode="after")
@@ -214,8 +214,8 @@ class ExpandInput(StrictInput):
         "treated as an entity name).",
     )
     edge_types: list[EdgeTypeName] | None = Field(default=None, description="Edges to follow; omit for all.")
-    hops: int = Field(default=2, ge=1, le=MAX_HOPS)
-    limit: int = Field(default=20, ge=1, le=MAX_TOP_K)
+    hops: int = Field(default=2, ge=1, le=MAX_HOPS, description="Links to follow.")
+    limit: int = Field(default=20, ge=1, le=MAX_TOP_K, description="Most results.")
     intent: IntentName = Field(default="GENERAL", description="Decides which edges are preferred.")
     store: StoreName | None = None
 
@@ -242,22 +242,26 @@ class LinkSpec(StrictInput):
     """An edge from the memory being written to an existing one."""
 
     target: MemoryId
-    type: EdgeTypeName = "semantic"
-    weight: float = Field(default=1.0, gt=0.0, le=1.0)
+    type: EdgeTypeName = Field(default="semantic", description="Edge type.")
+    weight: float = Field(default=1.0, gt=0.0, le=1.0, description="Strength.")
 
 
 class WriteInput(StrictInput):
     """Arguments of ``memory_write``."""
 
     content: str = Field(min_length=1, description=f"The memory text (at most {MAX_CONTENT_BYTES} bytes).")
-    category: Category = "general"
-    importance: int = Field(default=3, ge=1, le=5)
+    category: Category = Field(default="general", description="Kind of memory.")
+    importance: int = Field(default=3, ge=1, le=5, description="1 (trivia) to 5 (critical).")
     tags: list[Annotated[str, Field(min_length=1, max_length=MAX_TAG_CHARS)]] = Field(
-        default_factory=list, max_length=MAX_TAGS
+        default_factory=list, max_length=MAX_TAGS, description="Labels."
     )
-    entities: list[EntityName] = Field(default_factory=list, max_length=MAX_ENTITIES)
-    source: str = Field(default="agent", min_length=1, max_length=MAX_SOURCE_CHARS)
-    links: list[LinkSpec] = Field(default_factory=list, max_length=MAX_LINKS)
+    entities: list[EntityName] = Field(
+        default_factory=list, max_length=MAX_ENTITIES, description="Who or what it is about."
+    )
+    source: str = Field(
+        default="agent", min_length=1, max_length=MAX_SOURCE_CHARS, description="Who said it."
+    )
+    links: list[LinkSpec] = Field(default_factory=list, max_length=MAX_LINKS, description="Edges to make.")
     supersedes: list[MemoryId] = Field(
         default_factory=list, max_length=MAX_LINKS, description="Ids of memories this one replaces."
     )
@@ -297,11 +301,15 @@ class WriteInput(StrictInput):
 class ExplainInput(StrictInput):
     """Arguments of ``memory_explain``: either ``trace_id`` or ``query``."""
 
-    trace_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_\-]{1,64}$")] | None = None
-    query: str | None = Field(default=None, min_length=1, max_length=MAX_QUERY_CHARS)
-    task: str = Field(default="", max_length=MAX_TASK_CHARS)
-    filters: FiltersInput = FiltersInput()
-    top_k: int = Field(default=10, ge=1, le=MAX_TOP_K)
+    trace_id: Annotated[str, Field(pattern=r"^[A-Za-z0-9_\-]{1,64}$")] | None = Field(
+        default=None, description="An earlier call's trace."
+    )
+    query: str | None = Field(
+        default=None, min_length=1, max_length=MAX_QUERY_CHARS, description="Or a query."
+    )
+    task: str = Field(default="", max_length=MAX_TASK_CHARS, description="The agent's task.")
+    filters: FiltersInput = Field(default_factory=FiltersInput, description="Only matching memories.")
+    top_k: int = Field(default=10, ge=1, le=MAX_TOP_K, description="Results.")
     store: StoreName | None = None
 
     @model_validator(mode="after")
@@ -327,7 +335,7 @@ class HealthInput(StrictInput):
 class GetInput(StrictInput):
     """Arguments of ``memory_get``."""
 
-    ids: list[MemoryId] = Field(min_length=1, max_length=MAX_IDS)
+    ids: list[MemoryId] = Field(min_length=1, max_length=MAX_IDS, description="Memory ids.")
     store: StoreName | None = None
 
 
@@ -336,8 +344,8 @@ class LinkInput(StrictInput):
 
     source: MemoryId
     target: MemoryId
-    type: EdgeTypeName
-    weight: float = Field(default=1.0, gt=0.0, le=1.0)
+    type: EdgeTypeName = Field(description="Edge type.")
+    weight: float = Field(default=1.0, gt=0.0, le=1.0, description="Strength.")
     evidence: str = Field(
         default="", max_length=500, description="Why the two are linked (kept on the edge)."
     )
@@ -375,14 +383,14 @@ class ChangesInput(StrictInput):
     entity: EntityName | None = Field(
         default=None, description="Only changes to memories naming this entity."
     )
-    limit: int = Field(default=100, ge=1, le=500)
+    limit: int = Field(default=100, ge=1, le=500, description="Most events.")
     store: StoreName | None = None
 
 
 class WhyInput(StrictInput):
     """Arguments of ``memory_why``."""
 
-    question: str = Field(min_length=1, max_length=MAX_QUERY_CHARS)
+    question: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="A why-question.")
     depth: int = Field(default=3, ge=1, le=MAX_HOPS, description="How many causes back to follow.")
     store: StoreName | None = None
 
@@ -394,7 +402,7 @@ class SessionSummaryInput(StrictInput):
         default=None, description="Omit to name the session after the current time."
     )
     decisions: list[Annotated[str, Field(min_length=1, max_length=2000)]] = Field(
-        default_factory=list, max_length=MAX_SESSION_POINTS
+        default_factory=list, max_length=MAX_SESSION_POINTS, description="Decisions made."
     )
     key_points: list[Annotated[str, Field(min_length=1, max_length=2000)]] = Field(
         default_factory=list, max_length=MAX_SESSION_POINTS, description="Facts learned (stored as fact)."

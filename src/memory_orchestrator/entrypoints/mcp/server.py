@@ -30,6 +30,7 @@ from pydantic import ConfigDict
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
+from memory_orchestrator.entrypoints.mcp import published
 from memory_orchestrator.entrypoints.mcp.auth import (
     LOCAL_CALLER,
     BearerAuthMiddleware,
@@ -199,12 +200,15 @@ def _make_tool(spec: ToolSpec) -> Tool:
         name=spec.name,
         title=spec.title,
         description=spec.description,
-        parameters=spec.input_model.model_json_schema(),
-        fn_metadata=FuncMetadata(arg_model=_RawArguments, output_model=spec.output_model),
+        parameters=published.input_schema(spec.input_model),
+        fn_metadata=FuncMetadata(
+            arg_model=_RawArguments,
+            output_model=spec.output_model,
+            output_schema=published.output_schema(spec.output_model),
+        ),
         is_async=True,
         context_kwarg="ctx",
         annotations=ToolAnnotations(
-            title=spec.title,
             read_only_hint=spec.read_only,
             destructive_hint=spec.destructive,
             idempotent_hint=spec.idempotent,
