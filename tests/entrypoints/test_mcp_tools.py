@@ -485,3 +485,21 @@ async def test_store_limit_evicts_least_recently_used_and_unknown_reads_create_n
     assert [item["content"] for item in found["items"]] == ["note for team-5"]
     assert default["store"] == "default"
     assert len(still_open) == 3 and "team-0" not in still_open and "default" in still_open
+
+
+@pytest.mark.anyio
+async def test_search_items_come_in_the_order_the_answer_names() -> None:
+    async with connected() as (client, stores):
+        for index in range(12):
+            await remember(
+                client,
+                stores,
+                f"Atlas launch moved to week {index} after vendor review {index}",
+                entities=["Atlas"],
+            )
+        found = await ok(client, "memory_search", {"query": "when is the Atlas launch?", "top_k": 10})
+    assert found["order"] == "score"
+    current = [item["score"] for item in found["items"] if not item["superseded"]]
+    assert current == sorted(current, reverse=True)
+    flags = [item["superseded"] for item in found["items"]]
+    assert flags == sorted(flags)  # every superseded memory after every current one

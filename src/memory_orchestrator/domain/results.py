@@ -136,11 +136,18 @@ class SearchResult:
     trace_id: str
     warnings: tuple[str, ...] = ()
 
+    @property
+    def order(self) -> str:
+        """How ``items`` are ordered: ``score`` (highest first, memories marked superseded after every
+        current one) or ``created_at`` (oldest first: an episodic "what happened" plan)."""
+        return "created_at" if self.plan.strategy == "episodic" else "score"
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe form."""
         return {
             "query": self.query,
             "plan": self.plan.to_dict(),
+            "order": self.order,
             "items": [item.to_dict() for item in self.items],
             "summary": self.summary,
             "trace_id": self.trace_id,

@@ -63,6 +63,10 @@ class SearchOutput(Output):
     """Result of ``memory_search``."""
 
     store: str
+    order: str = Field(
+        default="score",
+        description="score: highest first, superseded memories after current ones; created_at: oldest first.",
+    )
     items: list[ItemOutput]
     summary: str
     trace_id: str
