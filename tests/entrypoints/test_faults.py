@@ -97,8 +97,16 @@ def honest(result: Any) -> bool:
     )
 
 
+async def every_tool_answers_in_time(client: Client, first: str, second: str) -> None:
+    for tool, arguments, read in calls(first, second):
+        elapsed, result = await timed(client, tool, arguments)
+        assert elapsed <= (READ_S if read else WRITE_S) + 1.0, tool
+        assert honest(result), tool
+
+
 @pytest.mark.anyio
-async def test_a_hanging_backend_never_holds_a_tool_past_its_deadline() -> None:
+@pytest.mark.parametrize("fault", ["hangs", "fails"])
+async def test_a_hanging_or_failing_backend_never_holds_a_tool_past_its_deadline(fault: str) -> None:
     backend = InMemoryBackend(clock=FixedClock(NOW))
 
     @asynccontextmanager
@@ -110,37 +118,14 @@ async def test_a_hanging_backend_never_holds_a_tool_past_its_deadline() -> None:
     async with Client(build_server(opener, options, clock=FixedClock(NOW))) as client:
         first, second = await seed(client)
         for method in BACKEND_METHODS:
-            backend.delay(method, 30.0)
-        for tool, arguments, read in calls(first, second):
-            elapsed, result = await timed(client, tool, arguments)
-            assert elapsed <= (READ_S if read else WRITE_S) + 1.0, tool
-            assert honest(result), tool
+            if fault == "hangs":
+                backend.delay(method, 30.0)
+            else:
+                backend.fail_always(method)
+        await every_tool_answers_in_time(client, first, second)
         backend.heal()
         _, found = await timed(client, "memory_search", {"query": "Kafka lag"})
         assert not found.is_error and (found.structured_content or {})["items"], "first call after recovery"
-
-
-@pytest.mark.anyio
-async def test_a_failing_backend_gives_clear_errors_or_warnings_at_once() -> None:
-    backend = InMemoryBackend(clock=FixedClock(NOW))
-
-    @asynccontextmanager
-    async def opener(store: str) -> AsyncIterator[Handle]:
-        async with backend:
-            yield Handle(backend, Orchestrator(backend, config=CONFIG, clock=FixedClock(NOW)))
-
-    options = ServerOptions(read_timeout_s=READ_S, write_timeout_s=WRITE_S)
-    async with Client(build_server(opener, options, clock=FixedClock(NOW))) as client:
-        first, second = await seed(client)
-        for method in BACKEND_METHODS:
-            backend.fail_always(method)
-        for tool, arguments, read in calls(first, second):
-            elapsed, result = await timed(client, tool, arguments)
-            assert elapsed <= (READ_S if read else WRITE_S) + 1.0, tool
-            assert honest(result), tool
-        backend.heal()
-        _, found = await timed(client, "memory_get", {"ids": [first]})
-        assert not found.is_error and (found.structured_content or {})["memories"][0]["id"] == first
 
 
 @pytest.mark.anyio
@@ -158,10 +143,7 @@ async def test_an_unreadable_sqlite_store_fails_clearly_and_recovers_when_restor
     shutil.copyfile(path, tmp_path / "good.db")  # closed: the WAL is checkpointed into the file
     path.write_bytes(b"\0garbage" * 4096)  # what the server opens next is not a database
     async with Client(build_server(opener, options, clock=FixedClock(NOW))) as client:
-        for tool, arguments, read in calls(first, second):
-            elapsed, result = await timed(client, tool, arguments)
-            assert elapsed <= (READ_S if read else WRITE_S) + 1.0, tool
-            assert honest(result) and not (result.structured_content or {}).get("items"), tool
+        await every_tool_answers_in_time(client, first, second)
         shutil.copyfile(tmp_path / "good.db", path)
         _, found = await timed(client, "memory_get", {"ids": [first]})
         assert not found.is_error and (found.structured_content or {})["memories"][0]["id"] == first
