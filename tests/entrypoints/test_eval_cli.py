@@ -220,3 +220,17 @@ def test_the_cli_lists_the_runners_modes_without_importing_the_evaluation_stack(
     )
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert loaded.stdout.strip() == "[]"
+
+
+def test_evaluation_without_the_eval_extra_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from memory_orchestrator.entrypoints.cli import evaluate
+    from memory_orchestrator.ports import InvalidRequest
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *args: None if name == "bm25s" else real(name, *args)
+    )
+    with pytest.raises(InvalidRequest, match=r"\[eval\] extra \(bm25s missing\)"):
+        evaluate.require_eval_extra()
