@@ -166,3 +166,18 @@ def test_context_honours_filters(atlas: dict[str, str]) -> None:
     assert result["items"]
     assert {item["category"] for item in result["items"]} == {"decision"}
     assert all(item["created_at"] >= "2026-04-01" for item in result["items"])
+
+
+def test_since_reads_the_phrases_mcp_reads(atlas: dict[str, str]) -> None:
+    """One parser for --since and memory_changes: '30 days' and 'yesterday' count back from --now."""
+    month = invoke_json("search", "--query", "Atlas", "--now", NOW, "--since", "30 days", "--no-expand")
+    assert month["items"]
+    assert all(item["created_at"] >= "2026-04-20T09:00:00" for item in month["items"])
+    everything = invoke_json("search", "--query", "Atlas", "--now", NOW, "--no-expand")
+    assert len(everything["items"]) > len(month["items"])
+    yesterday = invoke_json("search", "--query", "Atlas", "--now", NOW, "--since", "yesterday", "--no-expand")
+    assert all(item["created_at"] >= "2026-05-19" for item in yesterday["items"])
+    assert len(yesterday["items"]) < len(month["items"])
+    unreadable = runner.invoke(app, ["search", "--query", "Atlas", "--since", "whenever"])
+    assert unreadable.exit_code == 2
+    assert "--since: cannot read 'whenever'" in unreadable.stderr

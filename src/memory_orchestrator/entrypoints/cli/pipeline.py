@@ -78,7 +78,7 @@ def search(
         lambda: SearchRequest(
             query=query,
             task=task,
-            filters=build_filters(category, source, entity, since, until),
+            filters=build_filters(category, source, entity, since, until, parse_time_option(now, "--now")),
             top_k=top_k,
             expand=expand,
             now=parse_time_option(now, "--now"),
@@ -117,7 +117,7 @@ def context(
         lambda: ContextRequest(
             query=query,
             task=task,
-            filters=build_filters(category, source, entity, since, until),
+            filters=build_filters(category, source, entity, since, until, parse_time_option(now, "--now")),
             budget=Budget(max_items=max_items, max_chars=max_chars, max_tokens=max_tokens),
             expand=expand,
             now=parse_time_option(now, "--now"),

@@ -7,12 +7,13 @@ import json
 import sys
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
 
+from memory_orchestrator.domain.sessions import parse_since
 from memory_orchestrator.entrypoints.cli.output import printable
 from memory_orchestrator.entrypoints.config.settings import Settings, load_settings
 from memory_orchestrator.ports import (
@@ -131,15 +132,31 @@ def parse_time_option(value: str | None, option: str) -> datetime | None:
         raise InvalidRequest(f"{option}: not an ISO 8601 timestamp: {value!r}") from exc
 
 
+def parse_since_option(value: str | None, option: str, now: datetime | None) -> datetime | None:
+    """Read ``--since`` with the parser MCP's ``memory_changes`` uses: a timestamp, '2 days', 'yesterday'."""
+    if value is None or value == "":
+        return None
+    try:
+        return parse_since(value, now or datetime.now(UTC))
+    except TimestampOutOfRange as exc:
+        raise InvalidRequest(f"{option}: {exc}") from exc
+    except InvalidRequest as exc:
+        raise InvalidRequest(f"{option}: {exc}") from exc
+
+
 def build_filters(
     categories: list[str] | None,
     sources: list[str] | None,
     entities: list[str] | None,
     since: str | None,
     until: str | None,
+    now: datetime | None = None,
 ) -> Filters:
-    """Filters from the common ``--category/--source/--entity/--since/--until`` options."""
-    start = parse_time_option(since, "--since")
+    """Filters from the common ``--category/--source/--entity/--since/--until`` options.
+
+    ``--since`` also reads relative phrases ('yesterday', '2 days') counted back from ``now``.
+    """
+    start = parse_since_option(since, "--since", now)
     end = parse_time_option(until, "--until")
     if start is not None and end is not None and start >= end:
         raise InvalidRequest("--since must be earlier than --until")
@@ -158,7 +175,9 @@ SourceOption = Annotated[list[str] | None, typer.Option("--source", help="Only t
 EntityOption = Annotated[
     list[str] | None, typer.Option("--entity", help="Only memories naming this entity (repeatable).")
 ]
-SinceOption = Annotated[str | None, typer.Option("--since", help="Created at or after (ISO 8601).")]
+SinceOption = Annotated[
+    str | None, typer.Option("--since", help="Created at or after (ISO 8601, '2 days', 'yesterday').")
+]
 UntilOption = Annotated[str | None, typer.Option("--until", help="Created before (ISO 8601).")]
 NowOption = Annotated[
     str | None, typer.Option("--now", help="Ask 'as of' this moment (ISO 8601); later memories are ignored.")

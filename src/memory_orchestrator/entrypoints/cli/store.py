@@ -119,7 +119,7 @@ def recall(
             text=query,
             limit=limit,
             intent=intent,
-            filters=build_filters(category, source, entity, since, until),
+            filters=build_filters(category, source, entity, since, until, parse_time_option(now, "--now")),
             now=parse_time_option(now, "--now"),
         )
         async with open_backend(settings_of(ctx)) as backend:
