@@ -136,6 +136,17 @@ def test_demo_loads_once_and_shows_the_three_outputs() -> None:
     assert "1. search" in second and "2. context" in second and "3. explain" in second
 
 
+def test_demo_keeps_to_its_own_store_and_cleans_up_in_one_line() -> None:
+    shown = invoke("demo").stdout
+    assert "own store 'demo'" in shown
+    assert "Clean up with: orchestrator demo --clean" in " ".join(shown.split())
+    assert invoke_json("recall", "Stratus")["hits"] == []  # the default store agents are served stays empty
+    assert invoke_json("--store", "demo", "recall", "Stratus")["hits"]
+    assert invoke_json("demo", "--clean")["forgotten"] == 52
+    assert invoke_json("--store", "demo", "recall", "Stratus")["hits"] == []
+    assert invoke_json("demo")["store"]["loaded"] is True  # a clean demo store loads afresh
+
+
 def test_trace_list_shows_the_newest_first(atlas: dict[str, str], tmp_path: Path) -> None:
     first = invoke_json("search", "--query", "Kubernetes", "--now", NOW)["trace_id"]
     second = invoke_json("search", "--query", "PgBouncer", "--now", NOW)["trace_id"]

@@ -1,9 +1,13 @@
-"""``orchestrator demo``: load the bundled Atlas example set and show search, context and explain."""
+"""``orchestrator demo``: load the bundled Atlas example set and show search, context and explain.
+
+The demo writes into its own store (``demo``), never the default store that ``serve`` hands to agents;
+``orchestrator demo --clean`` forgets what it loaded.
+"""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.rule import Rule
@@ -12,7 +16,14 @@ from rich.text import Text
 from memory_orchestrator.domain.requests import Budget, ContextRequest, SearchRequest
 from memory_orchestrator.entrypoints.cli import output as out
 from memory_orchestrator.entrypoints.cli.pipeline import show_search, show_warnings
-from memory_orchestrator.entrypoints.cli.state import JsonOption, print_json, run, settings_of
+from memory_orchestrator.entrypoints.cli.state import (
+    JsonOption,
+    apply_store,
+    print_json,
+    run,
+    settings_of,
+    state_of,
+)
 from memory_orchestrator.entrypoints.cli.trace_view import show_trace
 from memory_orchestrator.entrypoints.config.bootstrap import Runtime, open_runtime
 from memory_orchestrator.evaluation.datasets import ingest, load_dataset
@@ -22,6 +33,10 @@ from memory_orchestrator.examples import example_path
 DEMO_NOW = datetime(2026, 5, 20, 9, 0, tzinfo=UTC)
 #: A WHY question whose cause shares no word with it: only the causal edge can bring the cause in.
 DEMO_QUESTION = "why did we stop using Stratus?"
+#: The store the demo writes to unless ``--store`` names another one.
+DEMO_STORE = "demo"
+#: Memories forgotten per page by ``demo --clean``.
+CLEAN_PAGE = 200
 
 
 async def load_example_if_empty(runtime: Runtime) -> dict[str, Any]:
@@ -54,14 +69,44 @@ async def run_demo(runtime: Runtime) -> dict[str, Any]:
     }
 
 
-def demo(ctx: typer.Context, as_json: JsonOption = False) -> None:
-    """Load the bundled Atlas example set into the configured store (if empty) and show the pipeline."""
+async def clean_store(runtime: Runtime) -> int:
+    """Forget every active memory of the runtime's store; how many were forgotten."""
+    forgotten = 0
+    while page := await runtime.backend.recent(limit=CLEAN_PAGE):
+        for record in page:
+            await runtime.backend.forget(record.id)
+        forgotten += len(page)
+    return forgotten
+
+
+def demo(
+    ctx: typer.Context,
+    clean: Annotated[
+        bool, typer.Option("--clean", help="Forget every memory of the demo store and exit.")
+    ] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Load the bundled Atlas example set into its own store ('demo') and show the pipeline."""
+    store = state_of(ctx).store or DEMO_STORE
+    prefix = "orchestrator" if store == DEMO_STORE else f"orchestrator --store {store}"
+    cleanup = f"{prefix} demo --clean"
 
     async def action() -> dict[str, Any]:
-        async with open_runtime(settings_of(ctx)) as runtime:
+        settings = settings_of(ctx)
+        apply_store(settings, store)
+        async with open_runtime(settings) as runtime:
+            if clean:
+                return {"forgotten": await clean_store(runtime)}
             return await run_demo(runtime)
 
     results = run(action)
+    if clean:
+        if as_json:
+            print_json({"store": store, **results})
+        else:
+            out.console.print(Text(f"Forgot {results['forgotten']} memories of the store {store!r}."))
+        return
+    results["store"] |= {"name": store, "cleanup": cleanup}
     if as_json:
         print_json(
             {
@@ -78,6 +123,12 @@ def demo(ctx: typer.Context, as_json: JsonOption = False) -> None:
 def show_demo(results: dict[str, Any]) -> None:
     """The three outputs, each under a heading."""
     store = results["store"]
+    out.console.print(
+        Text(
+            f"The demo uses its own store {store['name']!r}; other stores are untouched. "
+            f"Clean up with: {store['cleanup']}"
+        )
+    )
     if store["loaded"]:
         out.console.print(
             Text(f"Loaded the Atlas example set: {store['memories']} memories, {store['links']} links.")
@@ -95,7 +146,10 @@ def show_demo(results: dict[str, Any]) -> None:
     out.console.print(Rule("3. explain: how the pipeline decided"))
     show_trace(results["explain"])
     out.console.print(
-        Text("\nTry: orchestrator search -q 'when is the Atlas cutover?' --now 2026-05-01T09:00:00Z")
+        Text(
+            f"\nTry: orchestrator --store {store['name']} search -q 'when is the Atlas cutover?' "
+            "--now 2026-05-01T09:00:00Z"
+        )
     )
 
 
