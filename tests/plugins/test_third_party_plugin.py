@@ -166,3 +166,26 @@ def test_the_sample_plugin_imports_only_what_a_plugin_may() -> None:
         }
         ours = {module for module in modules if module.startswith("memory_orchestrator")}
         assert ours <= allowed, (source.name, ours - allowed)
+
+
+def test_a_misspelt_hook_names_the_distribution_and_the_hook_and_plugins_still_lists(tmp_path: Path) -> None:
+    module = (
+        "from memory_orchestrator.plugins import hookimpl\n"
+        "class Plugin:\n"
+        "    @hookimpl\n"
+        "    def register_backend(self, register):\n"
+        "        register('typo', lambda options: None)\n"
+        "plugin = Plugin()\n"
+    )
+    site = fake_distribution(tmp_path / "site", "typo-plugin", "typo = typo_plugin:plugin", module)
+    listed = run(site, tmp_path, "plugins", "--json")
+    assert listed.returncode == 6
+    names = {plugin["name"]: plugin for plugin in json.loads(listed.stdout)["plugins"]}
+    assert {"sqlite", "memory", "typo"} <= set(names)
+    assert names["typo"]["distribution"] == "typo-plugin"
+    for done in (listed, run(site, tmp_path, "recall", "anything")):
+        assert done.returncode == 6
+        assert "distribution 'typo-plugin'" in done.stderr
+        assert "'register_backend', which is not a hook" in done.stderr
+        assert "did you mean 'register_backends'" in done.stderr
+        assert " at 0x" not in done.stderr

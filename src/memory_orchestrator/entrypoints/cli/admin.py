@@ -10,19 +10,32 @@ import typer
 from rich.text import Text
 
 from memory_orchestrator.entrypoints.cli import output as out
-from memory_orchestrator.entrypoints.cli.state import JsonOption, guarded, print_json, settings_of
+from memory_orchestrator.entrypoints.cli.state import (
+    EXIT_CODES,
+    JsonOption,
+    fail,
+    guarded,
+    print_json,
+    settings_of,
+)
 from memory_orchestrator.entrypoints.config.bootstrap import build_plugins
+from memory_orchestrator.ports import PluginError
 from memory_orchestrator.entrypoints.config.settings import hash_token
 
 config_app = typer.Typer(help="Inspect the configuration.", no_args_is_help=True)
 
 
 def plugins(ctx: typer.Context, as_json: JsonOption = False) -> None:
-    """List the loaded plugins and the backends, scorers and channels each registers."""
+    """List the loaded plugins and the backends, scorers and channels each registers.
+
+    A plugin implementing an unknown (misspelt) hook is still listed; the problem is reported after
+    the list and the exit code is that of a plugin error.
+    """
 
     def action() -> dict[str, Any]:
-        manager = build_plugins(settings_of(ctx))
+        manager = build_plugins(settings_of(ctx), check=False)
         return {
+            "problems": manager.unknown_hooks(),
             "plugins": [info.to_dict() for info in manager.plugins()],
             "backends": {name: reg.plugin for name, reg in sorted(manager.backends.items())},
             "scorers": {name: reg.plugin for name, reg in sorted(manager.scorers.items())},
@@ -32,6 +45,8 @@ def plugins(ctx: typer.Context, as_json: JsonOption = False) -> None:
     data = guarded(action)
     if as_json:
         print_json(data)
+        if data["problems"]:
+            raise fail("; ".join(data["problems"]), dict(EXIT_CODES)[PluginError])
         return
     rows = [
         (
@@ -46,6 +61,8 @@ def plugins(ctx: typer.Context, as_json: JsonOption = False) -> None:
     ]
     columns = ("plugin", "from", "version", "backends", "scorers", "channels")
     out.console.print(out.table("plugins", columns, rows))
+    if data["problems"]:
+        raise fail("; ".join(data["problems"]), dict(EXIT_CODES)[PluginError])
 
 
 @config_app.command("show")

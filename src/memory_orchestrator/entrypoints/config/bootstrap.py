@@ -41,9 +41,9 @@ class Runtime:
     channels: tuple[RetrievalChannel, ...] = ()
 
 
-def build_plugins(settings: Settings) -> PluginManager:
-    """Load the installed plugins allowed by the settings."""
-    return load_plugins(allow=settings.plugins.allow)
+def build_plugins(settings: Settings, *, check: bool = True) -> PluginManager:
+    """Load the installed plugins allowed by the settings (``check``: fail on a misspelt hook)."""
+    return load_plugins(allow=settings.plugins.allow, check=check)
 
 
 def build_backend(
