@@ -19,8 +19,8 @@ from memory_orchestrator.entrypoints.cli.state import (
     settings_of,
 )
 from memory_orchestrator.entrypoints.config.bootstrap import build_plugins
-from memory_orchestrator.ports import PluginError
 from memory_orchestrator.entrypoints.config.settings import hash_token
+from memory_orchestrator.ports import PluginError
 
 config_app = typer.Typer(help="Inspect the configuration.", no_args_is_help=True)
 
