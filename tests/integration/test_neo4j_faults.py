@@ -1,7 +1,8 @@
 """Neo4j stopped and restarted under a running MCP server (a real Neo4j from our launcher).
 
 While it is down every tool answers within its deadline + 1 s with a clear error or a warning; once
-it is back, the first search finds what was written meanwhile (no stale pooled connection answers).
+a new, empty Neo4j answers at the same address, the first write works (the backend recreates the
+indexes it finds missing) and the first search finds it (no stale pooled connection answers).
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from memory_orchestrator.domain.config import PipelineConfig
 from memory_orchestrator.domain.orchestrator import Orchestrator
 from memory_orchestrator.entrypoints.mcp.server import build_server
 from memory_orchestrator.entrypoints.mcp.state import ServerOptions
-from memory_orchestrator.ports import NewMemory
 from services.neo4j.fixture import (
     READY_TIMEOUT_S,
     LauncherProcess,
@@ -94,9 +94,13 @@ async def test_neo4j_down_then_back(neo4j_service: Neo4jService) -> None:
                 assert elapsed <= (READ_S if read else WRITE_S) + 1.0, (tool, elapsed)
                 data = result.structured_content or {}
                 assert result.is_error or data.get("warnings") or data.get("status") == "error", tool
-            launcher = start(port)  # a new, empty Neo4j on the same address
-            async with create_backend(options) as other:
-                await other.remember(NewMemory("Zookeeper quorum lost at 03:00"))
+            # A new, empty Neo4j on the same address: no data, no indexes. The server's backend was
+            # opened before; its first calls must work (it recreates the schema it finds missing).
+            launcher = start(port)
+            rewritten = await client.call_tool("memory_write", {"content": "Zookeeper quorum lost at 03:00"})
+            assert not rewritten.is_error, rewritten.content
+            async with create_backend(options) as other:  # and another client sees the same store
+                assert await other.search("Zookeeper quorum", limit=3)
             found = await client.call_tool("memory_search", {"query": "Zookeeper quorum"})
             assert not found.is_error
             assert (found.structured_content or {})["items"], "the first search after recovery finds it"

@@ -135,8 +135,22 @@ class CypherRunner:
 
     async def _guarded(self, attempt: Callable[[], Awaitable[T]]) -> T:
         try:
-            return await self.retry.run(attempt)
+            try:
+                return await self.retry.run(attempt)
+            except neo4j_errors.ClientError as exc:
+                if not _schema_missing(exc):
+                    raise
+                # The database was replaced under us (restored, recreated, a fresh server at the
+                # same address): its indexes are gone. Create them again, once, and retry.
+                await self.retry.run(lambda: self._create_schema(self._require_driver()))
+                return await self.retry.run(attempt)
         except neo4j_errors.ConstraintError as exc:
             raise UniquenessConflict(f"neo4j uniqueness conflict: {exc}", backend="neo4j") from exc
         except Exception as exc:
             raise translate(exc) from exc
+
+
+def _schema_missing(exc: BaseException) -> bool:
+    """Whether a query failed because one of our indexes does not exist in the database."""
+    text = str(exc)
+    return "no such fulltext schema index" in text or "There is no such index" in text
