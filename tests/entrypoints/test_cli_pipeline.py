@@ -192,3 +192,16 @@ def test_since_reads_the_phrases_mcp_reads(atlas: dict[str, str]) -> None:
     unreadable = runner.invoke(app, ["search", "--query", "Atlas", "--since", "whenever"])
     assert unreadable.exit_code == 2
     assert "--since: cannot read 'whenever'" in unreadable.stderr
+
+
+def test_import_takes_the_bundled_example_by_name(tmp_path: Path) -> None:
+    (store,) = invoke_json("import", "--example", "atlas")["stores"]
+    assert store["written"] == 52
+    assert invoke_json("search", "--query", WHY, "--now", NOW)["items"]
+    for args in (("import",), ("import", str(tmp_path), "--example", "atlas")):
+        refused = runner.invoke(app, list(args))
+        assert refused.exit_code == 2
+        assert "--example atlas" in refused.stderr
+    unknown = runner.invoke(app, ["import", "--example", "zeppelin"])
+    assert unknown.exit_code == 2
+    assert "unknown example set 'zeppelin'" in unknown.stderr

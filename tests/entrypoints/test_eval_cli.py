@@ -234,3 +234,17 @@ def test_evaluation_without_the_eval_extra_names_the_extra(monkeypatch: pytest.M
     )
     with pytest.raises(InvalidRequest, match=r"\[eval\] extra \(bm25s missing\)"):
         evaluate.require_eval_extra()
+
+
+def test_eval_of_the_bundled_example_writes_under_the_data_folder_not_the_cwd(isolated: Path) -> None:
+    code, stdout, stderr = _invoke(
+        "eval", "--example", "atlas", "--backend", "memory", "--mode", "raw", "--no-progress", "--json"
+    )
+    assert code == 0, stderr
+    report = Path(json.loads(stdout)["files"]["markdown"])
+    assert report.is_file()
+    assert report.parent == isolated / "data" / "reports" / "atlas-memory"
+    assert not (isolated / "eval").exists()
+    code, _, stderr = _invoke("eval", "--example", "atlas", "--dataset", str(TINY), "--no-progress")
+    assert code == 2
+    assert "not both" in stderr

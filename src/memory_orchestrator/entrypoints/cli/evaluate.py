@@ -24,6 +24,7 @@ from memory_orchestrator.entrypoints.cli.output import SafeConsole
 from memory_orchestrator.entrypoints.cli.state import guarded, print_json, run, settings_of, state_of
 from memory_orchestrator.entrypoints.config.bootstrap import build_plugins, build_scorers
 from memory_orchestrator.entrypoints.config.settings import Settings
+from memory_orchestrator.examples import example_path
 from memory_orchestrator.plugins.manager import PluginManager
 from memory_orchestrator.ports import InvalidRequest, MemoryBackend
 
@@ -175,10 +176,14 @@ def evaluate(
     budget_tokens: Annotated[int, typer.Option(help="Token budget of the packed context.")] = 1500,
     limit: Annotated[int | None, typer.Option(help="Only the first N queries of each store.")] = None,
     out: Annotated[
-        Path | None, typer.Option(help="Report folder (default eval/reports/<dataset>-<backend>).")
+        Path | None,
+        typer.Option(help="Report folder (default <data dir>/reports/<dataset>-<backend>, never the cwd)."),
     ] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar on stderr.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole summary as JSON.")] = False,
+    example: Annotated[
+        str | None, typer.Option("--example", help="A bundled example set (atlas) instead of --dataset.")
+    ] = None,
     channel: Annotated[
         list[str] | None,
         typer.Option(
@@ -191,8 +196,12 @@ def evaluate(
     """Evaluate retrieval on a dataset: every store in a fresh backend, every query in every mode."""
     if ctx.invoked_subcommand is not None:
         return
+    if dataset is not None and example is not None:
+        raise typer.BadParameter("give --dataset or --example, not both")
+    if example is not None:
+        dataset = guarded(lambda: example_path(example))
     if dataset is None:
-        raise typer.BadParameter("--dataset is required (or use a subcommand such as import-locomo)")
+        raise typer.BadParameter("--dataset or --example is required (or a subcommand such as import-locomo)")
     name = backend or state_of(ctx).backend or "sqlite"
     ks = guarded(lambda: parse_ints(k, "--k"))
     modes = guarded(lambda: parse_modes(mode))
@@ -250,7 +259,7 @@ async def _evaluate(
         result = await run_evaluation(
             stores, maker, config, label=label, scorers=scorers, progress=bar, channels=channels
         )
-    return write_eval_report(result, options.out or Path("eval") / "reports" / f"{label}-{name}")
+    return write_eval_report(result, options.out or settings.data_dir / "reports" / f"{label}-{name}")
 
 
 @app.command("import-locomo")
@@ -281,7 +290,8 @@ def bench(
     writes: Annotated[int, typer.Option(help="Timed writes per size.")] = 50,
     seed: Annotated[int, typer.Option(help="Seed of the synthetic corpora.")] = 7,
     out: Annotated[
-        Path | None, typer.Option(help="Report folder (default eval/reports/bench-<backend>).")
+        Path | None,
+        typer.Option(help="Report folder (default <data dir>/reports/bench-<backend>, never the cwd)."),
     ] = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar on stderr.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole result as JSON.")] = False,
@@ -302,7 +312,6 @@ def bench(
     name = backend or state_of(ctx).backend or "sqlite"
     size_list = guarded(lambda: parse_ints(sizes, "--sizes"))
     clients = guarded(lambda: parse_ints(load_clients, "--load-clients"))
-    target = out or Path("eval") / "reports" / f"bench-{name}"
 
     async def action() -> dict[str, Any]:
         require_eval_extra()
@@ -311,6 +320,7 @@ def bench(
         from memory_orchestrator.evaluation.reports import RichProgress
 
         settings = settings_of(ctx)
+        target = out or settings.data_dir / "reports" / f"bench-{name}"
         plugins = build_plugins(settings)
         check_backend(plugins, name)
         config = BenchConfig(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 from rich.text import Text
@@ -20,6 +20,7 @@ from memory_orchestrator.entrypoints.cli.state import (
     UntilOption,
     apply_store,
     build_filters,
+    guarded,
     parse_time_option,
     print_json,
     run,
@@ -27,6 +28,7 @@ from memory_orchestrator.entrypoints.cli.state import (
 )
 from memory_orchestrator.entrypoints.config.bootstrap import open_backend
 from memory_orchestrator.evaluation.datasets import ingest, load_dataset
+from memory_orchestrator.examples import example_path
 from memory_orchestrator.ports import (
     BackendError,
     BackendHealth,
@@ -34,6 +36,7 @@ from memory_orchestrator.ports import (
     EdgeType,
     HealthCheck,
     Intent,
+    InvalidRequest,
     NewMemory,
     RecallQuery,
 )
@@ -203,15 +206,21 @@ def health(
 
 def import_dataset(
     ctx: typer.Context,
-    path: Annotated[Path, typer.Argument(help="memories.jsonl, queries.jsonl or a dataset folder.")],
+    path: Annotated[
+        Path | None, typer.Argument(help="memories.jsonl, queries.jsonl or a dataset folder.")
+    ] = None,
     corpus: Annotated[Path | None, typer.Option(help="memories.jsonl when PATH is a queries file.")] = None,
+    example: Annotated[
+        str | None, typer.Option("--example", help="A bundled example set by name (atlas) instead of PATH.")
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Load an eval-format dataset; a folder of several stores goes into one store each (named after it)."""
+    source = guarded(lambda: dataset_source(path, example))
 
     async def action() -> list[dict[str, Any]]:
         settings = settings_of(ctx)
-        datasets = load_dataset(path, corpus=corpus)
+        datasets = load_dataset(source, corpus=corpus)
         reports = []
         for dataset in datasets:
             if len(datasets) > 1:
@@ -227,11 +236,18 @@ def import_dataset(
         return
     rows = [(r["store"], r["written"], r["skipped"], r["links"], len(r["warnings"])) for r in reports]
     out.console.print(
-        out.table(f"imported {path}", ("store", "written", "skipped", "links", "warnings"), rows)
+        out.table(f"imported {example or source}", ("store", "written", "skipped", "links", "warnings"), rows)
     )
     for report in reports:
         for warning in report["warnings"]:
             out.console.print(Text(f"warning ({report['store']}): {warning}"))
+
+
+def dataset_source(path: Path | None, example: str | None) -> Path:
+    """PATH, or the folder of the bundled example set ``example``; exactly one of them."""
+    if (path is None) == (example is None):
+        raise InvalidRequest("give a dataset PATH or --example NAME (e.g. --example atlas), not both")
+    return example_path(example) if example is not None else cast(Path, path)
 
 
 def _import_summary(store: str, report: Any) -> dict[str, Any]:
