@@ -8,6 +8,7 @@ import ast
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -189,3 +190,25 @@ def test_a_misspelt_hook_names_the_distribution_and_the_hook_and_plugins_still_l
         assert "'register_backend', which is not a hook" in done.stderr
         assert "did you mean 'register_backends'" in done.stderr
         assert " at 0x" not in done.stderr
+
+
+@pytest.mark.slow
+def test_the_readme_plugin_example_builds_from_a_src_layout_and_loads(tmp_path: Path) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    code = next(b for b in re.findall(r"^```python\n(.*?)^```", readme, re.S | re.M) if "MyPlugin" in b)
+    toml = next(b for b in re.findall(r"^```toml\n(.*?)^```", readme, re.S | re.M) if "my_plugin:plugin" in b)
+    project = tmp_path / "my-plugin"
+    (project / "src" / "my_plugin").mkdir(parents=True)
+    (project / "src" / "my_plugin" / "__init__.py").write_text(code)
+    (project / "pyproject.toml").write_text(toml)
+    site = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(site), str(project)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+    )
+    listed = {plugin["name"]: plugin for plugin in run_json(site, tmp_path, "plugins")["plugins"]}
+    assert listed["mine"]["distribution"] == "my-plugin"
+    assert listed["mine"]["backends"] == ["mine"]
+    assert listed["mine"]["scorers"] == ["pinned"]
