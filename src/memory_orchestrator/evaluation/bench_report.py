@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_orchestrator.evaluation.bench import OPERATIONS
-from memory_orchestrator.evaluation.reports import footer_lines, plot_latency, write_json
+from memory_orchestrator.evaluation.reports import footer_lines, marker_style, plot_latency, write_json
 
 
 def _ms(value: float) -> str:
@@ -106,27 +106,46 @@ def _transport_lines(document: Mapping[str, Any]) -> list[str]:
     return lines
 
 
-def plot_scaling(document: Mapping[str, Any], path: Path) -> Path:
-    """p50 and p95 latency per operation against corpus size (log-log)."""
+def size_label(size: int) -> str:
+    """A corpus size as people read it: 500, 1k, 10k, 100k, 1.5M."""
+    for unit, scale in (("M", 1_000_000), ("k", 1_000)):
+        if size >= scale:
+            return f"{size / scale:g}{unit}"
+    return str(size)
+
+
+def scaling_figure(document: Mapping[str, Any]) -> Any:
+    """p50 and p95 latency per operation against corpus size; x ticks read 1k, 10k, 100k."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullLocator
 
     sizes = [row["size"] for row in document["sizes"]]
     figure, axis = plt.subplots(figsize=(6.4, 4.2), dpi=110)
     for index, name in enumerate(OPERATIONS):
         for share, style in (("p50", "-"), ("p95", ":")):
             values = [row["latency_ms"][name][share] for row in document["sizes"]]
-            axis.plot(sizes, values, style, color=f"C{index}", marker="o", label=f"{name} {share}")
+            axis.plot(sizes, values, style, color=f"C{index}", label=f"{name} {share}", **marker_style(index))
     axis.set_xscale("log")
     axis.set_yscale("log")
+    axis.set_xticks(sizes, [size_label(size) for size in sizes])
+    axis.xaxis.set_minor_locator(NullLocator())  # no 2x10^3 ... labels between the sizes
     axis.set_xlabel("memories in store")
     axis.set_ylabel("latency ms (log)")
     axis.set_title(f"Latency vs corpus size ({document['meta']['backend']})", fontsize=9)
     axis.grid(alpha=0.3)
     axis.legend(fontsize=7, ncol=2)
     figure.tight_layout()
+    return figure
+
+
+def plot_scaling(document: Mapping[str, Any], path: Path) -> Path:
+    """p50 and p95 latency per operation against corpus size (log-log)."""
+    import matplotlib.pyplot as plt
+
+    figure = scaling_figure(document)
     figure.savefig(path)
     plt.close(figure)
     return path

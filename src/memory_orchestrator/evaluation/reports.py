@@ -226,8 +226,22 @@ def _ingest_lines(summary: Mapping[str, Any]) -> list[str]:
     return [*lines, ""]
 
 
-def plot_recall_curves(summary: Mapping[str, Any], path: Path) -> Path:
-    """Recall@k per mode (headline set), BM25 included."""
+#: One marker per line, drawn smaller for each later line, so lines that overlap stay visible.
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
+
+
+def marker_style(index: int) -> dict[str, Any]:
+    """Marker, size and hollow fill of the ``index``-th line: overlapping points nest instead of hiding."""
+    return {
+        "marker": MARKERS[index % len(MARKERS)],
+        "markersize": max(3.0, 9.0 - 1.2 * index),
+        "markerfacecolor": "none",
+        "markeredgewidth": 1.4,
+    }
+
+
+def recall_figure(summary: Mapping[str, Any]) -> Any:
+    """The recall@k figure: y from 0 to 100 %, one marker shape per mode."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -235,16 +249,26 @@ def plot_recall_curves(summary: Mapping[str, Any], path: Path) -> Path:
 
     ks = list(summary["config"]["ks"])
     figure, axis = plt.subplots(figsize=(6.4, 4.2), dpi=110)
-    for mode, values in summary["headline"]["modes"].items():
+    for index, (mode, values) in enumerate(summary["headline"]["modes"].items()):
         style = "--" if mode == BASELINE else "-"
-        axis.plot(ks, [100.0 * values.get(f"recall@{k}", 0.0) for k in ks], style, marker="o", label=mode)
+        recall = [100.0 * values.get(f"recall@{k}", 0.0) for k in ks]
+        axis.plot(ks, recall, style, label=mode, **marker_style(index))
     axis.set_xlabel("k")
     axis.set_ylabel("recall@k (%)")
     axis.set_xticks(ks)
+    axis.set_ylim(0, 100)
     axis.set_title(f"Recall@k, {summary['headline']['set']}", fontsize=9)
     axis.grid(alpha=0.3)
     axis.legend()
     figure.tight_layout()
+    return figure
+
+
+def plot_recall_curves(summary: Mapping[str, Any], path: Path) -> Path:
+    """Recall@k per mode (headline set), BM25 included."""
+    import matplotlib.pyplot as plt
+
+    figure = recall_figure(summary)
     figure.savefig(path)
     plt.close(figure)
     return path
@@ -270,6 +294,7 @@ def plot_slice_bars(summary: Mapping[str, Any], key: str, path: Path) -> Path:
     axis.set_xticks([x + width * (len(modes) - 1) / 2 for x in range(len(values))], values)
     axis.set_xlabel(key)
     axis.set_ylabel(f"recall@{k} (%)")
+    axis.set_ylim(0, 100)
     axis.set_title(f"Recall@{k} by {key}", fontsize=9)
     axis.grid(alpha=0.3, axis="y")
     axis.legend(fontsize=7)
