@@ -25,7 +25,6 @@ from memory_orchestrator.ports.text import (
     causal_subtype,
     extract_entities,
     has_causal_cue,
-    jaccard,
     matched_names,
     overlap,
     tokenize,
@@ -221,7 +220,22 @@ def _causal_edges(
 
 
 def _similarity(new: MemorySketch, item: MemorySketch) -> float:
-    return max(jaccard(new.tokens, item.tokens), overlap(new.tokens, item.tokens))
+    return max(_scores(new, item))
+
+
+def _scores(new: MemorySketch, item: MemorySketch) -> tuple[float, float]:
+    """``(jaccard, overlap)`` of the two token sets from one intersection (the same numbers as
+    :func:`jaccard` and :func:`overlap`, which each intersect again)."""
+    a, b = new.tokens, item.tokens
+    shared = len(a & b)
+    union = len(a) + len(b) - shared
+    largest = max(len(a), len(b))
+    return (shared / union if union else 0.0, shared / largest if a and b else 0.0)
+
+
+def _jaccard_and_similarity(new: MemorySketch, item: MemorySketch) -> tuple[float, float]:
+    score_j, score_o = _scores(new, item)
+    return score_j, max(score_j, score_o)
 
 
 def _semantic_edges(
@@ -229,8 +243,7 @@ def _semantic_edges(
 ) -> list[Edge]:
     scored: list[tuple[float, MemorySketch]] = []
     for item in pool:
-        score_j = jaccard(new.tokens, item.tokens)
-        score_o = overlap(new.tokens, item.tokens)
+        score_j, score_o = _scores(new, item)
         if score_j >= limits.semantic_min_jaccard or score_o >= limits.semantic_min_overlap:
             scored.append((max(score_j, score_o), item))
     # Equal scores go to the memory nearest in time: ids differ between stores, times do not.
@@ -245,10 +258,7 @@ def link_candidates(
     new: MemorySketch, candidates: Iterable[MemorySketch], *, limits: LinkLimits = DEFAULT_LIMITS
 ) -> tuple[LinkCandidate, ...]:
     """Existing memories similar enough to ``new`` to be worth a look (near duplicates first)."""
-    scored = [
-        (jaccard(new.tokens, item.tokens), _similarity(new, item), item)
-        for item in _unique_others(new, candidates)
-    ]
+    scored = [(*_jaccard_and_similarity(new, item), item) for item in _unique_others(new, candidates)]
     kept = [entry for entry in scored if entry[1] >= limits.candidate_min_similarity]
     kept.sort(key=lambda entry: (-entry[0], -entry[1], *_nearness(new, entry[2])))
     found: list[LinkCandidate] = []
