@@ -125,9 +125,11 @@ def test_bench_measures_every_operation_per_size(isolated: Path) -> None:
         latency = row["latency_ms"]
         assert {name: latency[name]["n"] for name in latency} == {
             "raw_recall": 4, "memory_search": 4, "memory_search_expanded": 4, "memory_context": 4,
-            "memory_write": 2,
+            "memory_context_repeat": 4, "memory_context_repeat_cached": 4, "memory_write": 2,
         }  # fmt: skip
         assert 0 < latency["memory_search"]["p50"] <= latency["memory_search"]["max"]
+        # a repeated query answered from the read cache skips the whole pipeline
+        assert latency["memory_context_repeat_cached"]["p50"] < latency["memory_context_repeat"]["p50"]
         # the overhead excludes time inside the backend, so it never exceeds the wall time
         assert row["overhead_ms"]["memory_search"]["p50"] <= latency["memory_search"]["max"]
         assert row["peak_rss_mb"] > 0 and row["ingest"]["memories_per_s"] > 0

@@ -7,11 +7,12 @@ what is available with explicit warnings, also written to the trace. Invalid inp
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from memory_orchestrator.domain.config import PipelineConfig
 from memory_orchestrator.domain.deadlines import within
@@ -19,6 +20,7 @@ from memory_orchestrator.domain.graph_walks import run_expand
 from memory_orchestrator.domain.packaging import pack, summarise
 from memory_orchestrator.domain.pipeline import PipelineInput, PipelineRun, run_pipeline
 from memory_orchestrator.domain.planner import canonicalise
+from memory_orchestrator.domain.read_cache import CachedRead, ReadCache, cache_key
 from memory_orchestrator.domain.request_validation import (
     check_context,
     check_expand,
@@ -61,6 +63,8 @@ DEFAULT_CONFIG = PipelineConfig()
 RECENT_TRACES = 32
 PASSTHROUGH_REASON = "passthrough: backend recall"
 REPLAYABLE = ("search", "context")
+#: A read result (search, context, expand): frozen, with a ``trace_id``.
+R = TypeVar("R", SearchResult, ContextResult, ExpandResult)
 
 
 class Orchestrator:
@@ -75,8 +79,11 @@ class Orchestrator:
         clock: Clock | None = None,
         traces: TraceStore | None = None,
         channels: Sequence[RetrievalChannel] = (),
+        cache: ReadCache | None = None,
     ) -> None:
         self.backend = backend
+        #: Answers of identical reads within the cache's TTL; ``None`` or TTL 0: every read runs.
+        self.cache = cache if cache is not None and cache.enabled else None
         self.config = config
         self.scorers = tuple(scorers)
         #: Plugin retrieval channels fused with the backend's own (``[channels]`` in settings).
@@ -90,17 +97,23 @@ class Orchestrator:
         self._entities_at = 0.0
 
     async def search(self, request: SearchRequest) -> SearchResult:
-        """Ranked, explained memories for ``request.query``."""
-        result, _ = await self._search(request)
+        """Ranked, explained memories for ``request.query`` (from the read cache when fresh)."""
+        return await self._cached("search", request.to_dict(), self._search_result, request)
+
+    async def _search_result(self, request: SearchRequest, cache_state: str | None) -> SearchResult:
+        result, _ = await self._search(request, cache_state)
         return result
 
     async def context(self, request: ContextRequest) -> ContextResult:
-        """A context block for ``request.query`` that fits ``request.budget``."""
+        """A context block for ``request.query`` that fits ``request.budget`` (cached when fresh)."""
         check_context(request, self.config)
+        return await self._cached("context", request.to_dict(), self._context, request)
+
+    async def _context(self, request: ContextRequest, cache_state: str | None) -> ContextResult:
         budget = request.budget
         keep = min(self.config.max_top_k, max(2 * budget.max_items, budget.max_items + 5))
         search = request.as_search()
-        trace = self._trace("context", request.to_dict())
+        trace = self._trace("context", request.to_dict(), cache_state)
         run = await self._read(search, keep, trace)
         with trace.timed("packaging"):
             packed = pack(
@@ -132,9 +145,12 @@ class Orchestrator:
         )
 
     async def expand(self, request: ExpandRequest) -> ExpandResult:
-        """Memories reached over the graph from the seed memories or seed entities."""
+        """Memories reached over the graph from the seed memories or seed entities (cached when fresh)."""
         check_expand(request, self.config)
-        trace = self._trace("expand", _expand_document(request))
+        return await self._cached("expand", _expand_document(request), self._expand, request)
+
+    async def _expand(self, request: ExpandRequest, cache_state: str | None) -> ExpandResult:
+        trace = self._trace("expand", _expand_document(request), cache_state)
         now = self._now(request.now)
         seeds, items = await run_expand(self.backend, request, now=now, config=self.config, trace=trace)
         trace.result_ids = [item.memory_id for item in items]
@@ -146,9 +162,13 @@ class Orchestrator:
         check_write(request)
         trace = self._trace("write", {"content": request.memory.content[:200], "replace": request.replace})
         known = await self._known_entities(trace)
-        outcome = await run_write(
-            self.backend, request, config=self.config, known_entities=known, trace=trace
-        )
+        try:
+            outcome = await run_write(
+                self.backend, request, config=self.config, known_entities=known, trace=trace
+            )
+        finally:
+            if self.cache is not None:  # even a failed write may have changed the store
+                self.cache.invalidate()
         self._entities = None  # the write may have introduced names the planner should know
         warnings = await self._save(trace)
         return WriteOutcome(
@@ -190,7 +210,7 @@ class Orchestrator:
         if operation == "context":
             budget = stored.get("budget") or {}
             request = SearchRequest.from_dict({**stored, "top_k": budget.get("max_items", 10)})
-        result = await self.search(request)
+        result, _ = await self._search(request)  # replay compares with the store as it is now
         original = tuple(document.get("result_ids") or ())
         current = tuple(item.memory_id for item in result.items)
         return ReplayResult(
@@ -204,9 +224,46 @@ class Orchestrator:
 
     # -- internals ------------------------------------------------------------------------------
 
-    async def _search(self, request: SearchRequest) -> tuple[SearchResult, Trace]:
+    async def _cached(
+        self,
+        operation: str,
+        document: dict[str, Any],
+        compute: Callable[[Any, str | None], Awaitable[R]],
+        request: Any,
+    ) -> R:
+        """``compute(request)``, or the answer of the same request made within the cache's TTL."""
+        cache = self.cache
+        if cache is None:
+            return await compute(request, None)
+        key = cache_key(operation, document)
+        hit = cache.get(key)
+        if hit is not None:
+            cached: R = await self._from_cache(operation, document, hit, cache.ttl_s)
+            return cached
+        generation = cache.generation
+        result = await compute(request, "miss")
+        cache.put(key, result, result.trace_id, generation=generation)
+        return result
+
+    async def _from_cache(
+        self, operation: str, document: dict[str, Any], hit: CachedRead, ttl_s: float
+    ) -> Any:
+        """A cached answer under a trace of its own that says where the answer came from."""
+        started = time.perf_counter()
+        trace = self._trace(operation, document)
+        trace.record("cache", hit=True, answer_of=hit.trace_id, age_s=round(hit.age_s, 3), ttl_s=ttl_s)
+        trace.result_ids = [item.memory_id for item in hit.value.items]
+        trace.timings_ms["cache"] = round((time.perf_counter() - started) * 1000, 3)
+        for warning in hit.value.warnings:
+            trace.warn(warning)
+        warnings = await self._save(trace)
+        return dataclasses.replace(hit.value, trace_id=trace.trace_id, warnings=warnings)
+
+    async def _search(
+        self, request: SearchRequest, cache_state: str | None = None
+    ) -> tuple[SearchResult, Trace]:
         check_search(request, self.config)
-        trace = self._trace("search", request.to_dict())
+        trace = self._trace("search", request.to_dict(), cache_state)
         run = await self._read(request, request.top_k, trace)
         warnings = await self._save(trace)
         result = SearchResult(
@@ -303,13 +360,16 @@ class Orchestrator:
         self._entities, self._entities_at = list(names), time.monotonic()
         return self._entities
 
-    def _trace(self, operation: str, request: Mapping[str, Any]) -> Trace:
-        return Trace(
+    def _trace(self, operation: str, request: Mapping[str, Any], cache_state: str | None = None) -> Trace:
+        trace = Trace(
             operation,
             request,
             created_at=ensure_utc(self.clock.now()),
             verbosity=self.config.trace_verbosity,
         )
+        if cache_state == "miss":
+            trace.record("cache", hit=False)
+        return trace
 
     async def _save(self, trace: Trace) -> tuple[str, ...]:
         document = trace.to_dict()

@@ -343,16 +343,27 @@ def bench(
 
 def _bench_table(document: dict[str, Any], name: str) -> Table:
     table = Table(title=f"bench: {name}")
-    columns = ("size", "search p50/p95 ms", "context p50/p95 ms", "write p50/p95 ms", "ingest/s", "RSS MiB")
+    columns = (
+        "size",
+        "search p50/p95 ms",
+        "context p50/p95 ms",
+        "repeat p50 ms: uncached / cached",
+        "write p50/p95 ms",
+        "ingest/s",
+        "RSS MiB",
+    )
     for column in columns:
         table.add_column(column, justify="right")
     for row in document["sizes"]:
         latency = row["latency_ms"]
-        cells = [
+        search, context, write = (
             f"{latency[op]['p50']:.1f} / {latency[op]['p95']:.1f}"
             for op in ("memory_search", "memory_context", "memory_write")
-        ]
-        table.add_row(
-            str(row["size"]), *cells, f"{row['ingest']['memories_per_s']:.0f}", f"{row['peak_rss_mb']:.0f}"
         )
+        repeat = (
+            f"{latency['memory_context_repeat']['p50']:.2f} / "
+            f"{latency['memory_context_repeat_cached']['p50']:.2f}"
+        )
+        rates = (f"{row['ingest']['memories_per_s']:.0f}", f"{row['peak_rss_mb']:.0f}")
+        table.add_row(str(row["size"]), search, context, repeat, write, *rates)
     return table

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from memory_orchestrator.adapters.sqlite.trace_store import SqliteTraceStore
 from memory_orchestrator.domain.orchestrator import Orchestrator
+from memory_orchestrator.domain.read_cache import ReadCache
 from memory_orchestrator.entrypoints.config.settings import Settings
 from memory_orchestrator.plugins.manager import PluginManager, load_plugins
 from memory_orchestrator.ports import (
@@ -23,6 +24,7 @@ from memory_orchestrator.ports import (
     Scorer,
     TraceStore,
 )
+from memory_orchestrator.ports.notifying import NotifyingBackend
 from memory_orchestrator.ports.retrying import RetryingBackend, RetryPolicy
 
 LOG = logging.getLogger("memory_orchestrator")
@@ -107,10 +109,21 @@ def build_orchestrator(
     scorers: tuple[Scorer, ...],
     traces: TraceStore | None,
     channels: tuple[RetrievalChannel, ...] = (),
+    cache: ReadCache | None = None,
 ) -> Orchestrator:
     """The domain Orchestrator wired with the configured pipeline."""
     config = settings.pipeline_config()
-    return Orchestrator(backend, config=config, scorers=scorers, traces=traces, channels=channels)
+    return Orchestrator(
+        backend, config=config, scorers=scorers, traces=traces, channels=channels, cache=cache
+    )
+
+
+def build_read_cache(settings: Settings) -> ReadCache | None:
+    """The read cache ``[cache] reads_ttl_s`` asks for (``None`` when 0)."""
+    section = settings.cache
+    if section.reads_ttl_s <= 0:
+        return None
+    return ReadCache(section.reads_ttl_s, max_entries=section.reads_max_entries)
 
 
 @contextlib.asynccontextmanager
@@ -150,7 +163,10 @@ async def open_runtime(
                 # A read-only data folder: the store still answers reads; traces stay in process.
                 LOG.warning("trace store unavailable (%s); traces are kept in memory only", exc)
                 traces = None
-        orchestrator = build_orchestrator(settings, backend, scorers, traces, channels)
+        cache = build_read_cache(settings)
+        if cache is not None:  # every write through this runtime clears the store's cached reads
+            backend = NotifyingBackend(backend, cache.invalidate)
+        orchestrator = build_orchestrator(settings, backend, scorers, traces, channels, cache)
         yield Runtime(
             backend=backend,
             orchestrator=orchestrator,

@@ -144,6 +144,12 @@ class CacheSection(Section):
     """Time-to-live of in-process caches, in seconds (0 disables)."""
 
     known_entities_ttl_s: float = Field(default=300.0, ge=0, le=86400)
+    #: Identical reads (search, context, expand) of a store within this many seconds are answered
+    #: from memory; any write through this process clears the store's answers. Writes by another
+    #: process are seen after at most this long.
+    reads_ttl_s: float = Field(default=10.0, ge=0, le=3600)
+    #: Answers kept per store at most (least recently used dropped first).
+    reads_max_entries: int = Field(default=512, ge=1, le=100_000)
 
 
 class HttpSection(Section):

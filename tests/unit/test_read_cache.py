@@ -1,0 +1,130 @@
+"""The read cache: identical reads within the TTL come from memory, writes through us clear it, and
+a cached answer's trace says so."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from memory_orchestrator.adapters.memory import InMemoryBackend
+from memory_orchestrator.domain.orchestrator import Orchestrator
+from memory_orchestrator.domain.read_cache import ReadCache
+from memory_orchestrator.domain.requests import Budget, ContextRequest, SearchRequest, WriteRequest
+from memory_orchestrator.ports import Edge, EdgeType, FixedClock, NewMemory
+from memory_orchestrator.ports.notifying import NotifyingBackend
+
+NOW = datetime(2026, 3, 18, 12, tzinfo=UTC)
+
+
+class Ticks:
+    """A monotonic clock the test moves by hand."""
+
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class CountingBackend(InMemoryBackend):
+    """Counts the keyword searches the pipeline makes (a cached read makes none)."""
+
+    searches = 0
+
+    async def search(self, *args: object, **kwargs: object):  # type: ignore[no-untyped-def, override]
+        self.searches += 1
+        return await super().search(*args, **kwargs)  # type: ignore[arg-type]
+
+
+async def setup(ttl: float = 10.0) -> tuple[CountingBackend, NotifyingBackend, Orchestrator, Ticks]:
+    raw = CountingBackend(clock=FixedClock(NOW))
+    await raw.open()
+    for text in ("Atlas launch moved to April.", "Vendor X ships lidar sensors.", "Atlas review done."):
+        await raw.remember(NewMemory(text, entities=("Atlas",) if "Atlas" in text else ()))
+    ticks = Ticks()
+    cache = ReadCache(ttl, clock=ticks)
+    backend = NotifyingBackend(raw, cache.invalidate)
+    return raw, backend, Orchestrator(backend, clock=FixedClock(NOW), cache=cache), ticks
+
+
+@pytest.mark.anyio
+async def test_a_repeated_search_is_answered_from_the_cache_and_its_trace_says_so() -> None:
+    raw, _, orchestrator, ticks = await setup()
+    first = await orchestrator.search(SearchRequest("Atlas launch"))
+    searches = raw.searches
+    ticks.now += 5
+    second = await orchestrator.search(SearchRequest("Atlas launch"))
+    assert raw.searches == searches  # nothing asked of the store
+    assert [i.memory_id for i in second.items] == [i.memory_id for i in first.items]
+    assert second.trace_id != first.trace_id
+    trace = await orchestrator.trace(second.trace_id)
+    assert trace["stages"]["cache"] == {"hit": True, "answer_of": first.trace_id, "age_s": 5.0, "ttl_s": 10.0}
+    assert trace["result_ids"] == [i.memory_id for i in first.items]
+    assert (await orchestrator.trace(first.trace_id))["stages"]["cache"] == {"hit": False}
+    assert orchestrator.cache is not None and (orchestrator.cache.hits, orchestrator.cache.misses) == (1, 1)
+
+
+@pytest.mark.anyio
+async def test_a_different_request_or_an_expired_answer_runs_the_pipeline() -> None:
+    raw, _, orchestrator, ticks = await setup()
+    await orchestrator.search(SearchRequest("Atlas launch"))
+    before = raw.searches
+    await orchestrator.search(SearchRequest("Atlas launch", top_k=3))
+    assert raw.searches > before
+    before = raw.searches
+    ticks.now += 10  # the TTL has passed
+    again = await orchestrator.search(SearchRequest("Atlas launch"))
+    assert raw.searches > before
+    assert (await orchestrator.trace(again.trace_id))["stages"]["cache"] == {"hit": False}
+
+
+@pytest.mark.anyio
+async def test_any_write_through_us_clears_the_cache() -> None:
+    raw, backend, orchestrator, _ = await setup()
+    request = SearchRequest("Atlas launch")
+    await orchestrator.search(request)
+    await orchestrator.write(WriteRequest(NewMemory("Atlas launch confirmed for April 14.")))
+    after_write = await orchestrator.search(request)
+    assert "Atlas launch confirmed for April 14." in {item.content for item in after_write.items}
+    # writes that bypass the orchestrator (link, forget) clear it too, through the backend wrapper
+    for change in (
+        backend.link(Edge("mem-000001", "mem-000003", EdgeType.CAUSAL, 0.9)),
+        backend.forget("mem-000002"),
+    ):
+        await orchestrator.search(request)
+        await change
+        before = raw.searches
+        await orchestrator.search(request)
+        assert raw.searches > before
+
+
+@pytest.mark.anyio
+async def test_context_is_cached_per_budget_and_a_zero_ttl_caches_nothing() -> None:
+    raw, _, orchestrator, _ = await setup()
+    small = ContextRequest("Atlas", budget=Budget(max_items=1))
+    first = await orchestrator.context(small)
+    before = raw.searches
+    cached = await orchestrator.context(small)
+    assert raw.searches == before and cached.context_block == first.context_block
+    await orchestrator.context(ContextRequest("Atlas", budget=Budget(max_items=2)))
+    assert raw.searches > before
+
+    raw, _, _, _ = await setup()
+    plain = Orchestrator(raw, clock=FixedClock(NOW), cache=ReadCache(0))
+    await plain.search(SearchRequest("Atlas"))
+    before = raw.searches
+    result = await plain.search(SearchRequest("Atlas"))
+    assert raw.searches > before
+    assert "cache" not in (await plain.trace(result.trace_id))["stages"]
+
+
+def test_an_answer_computed_across_a_write_is_not_kept() -> None:
+    cache = ReadCache(10, clock=Ticks())
+    generation = cache.generation
+    cache.invalidate()  # a write landed while the read ran
+    cache.put("k", "stale", "tr-1", generation=generation)
+    assert cache.get("k") is None
+    cache.put("k", "fresh", "tr-2", generation=cache.generation)
+    hit = cache.get("k")
+    assert hit is not None and hit.value == "fresh"
