@@ -128,3 +128,15 @@ def test_an_answer_computed_across_a_write_is_not_kept() -> None:
     cache.put("k", "fresh", "tr-2", generation=cache.generation)
     hit = cache.get("k")
     assert hit is not None and hit.value == "fresh"
+
+
+@pytest.mark.anyio
+async def test_a_degraded_answer_is_not_cached_so_the_first_read_after_recovery_is_right() -> None:
+    raw, _, orchestrator, _ticks = await setup()
+    raw.fail_always("search")
+    raw.fail_always("recall")
+    degraded = await orchestrator.search(SearchRequest("Atlas launch"))
+    assert degraded.warnings and not degraded.items
+    raw.heal()
+    recovered = await orchestrator.search(SearchRequest("Atlas launch"))
+    assert recovered.items and not recovered.warnings

@@ -242,7 +242,10 @@ class Orchestrator:
             return cached
         generation = cache.generation
         result = await compute(request, "miss")
-        cache.put(key, result, result.trace_id, generation=generation)
+        if not result.warnings:
+            # A degraded answer (a channel failed or timed out, a fallback was used) is not kept:
+            # the next identical read must see the store as it is once it has recovered.
+            cache.put(key, result, result.trace_id, generation=generation)
         return result
 
     async def _from_cache(
