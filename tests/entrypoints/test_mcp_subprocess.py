@@ -221,6 +221,12 @@ def test_http_workers_share_the_port_and_stop_with_the_server(tmp_path: Path) ->
             ["pgrep", "-P", str(process.pid)], capture_output=True, text=True, check=False
         ).stdout.split()
         assert len(children) == 2  # two worker processes under the supervising one
+        assert process.stderr is not None
+        first = process.stderr.readline().decode()
+        assert first.startswith("orchestrator serve: MCP over streamable HTTP at ")
+        assert (
+            f"http://127.0.0.1:{port}/mcp" in first and "auth: no tokens" in first and "2 processes" in first
+        )
     finally:
         process.terminate()
         process.wait(timeout=15)

@@ -11,6 +11,7 @@ import contextlib
 import os
 import signal
 import socket
+import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -95,6 +96,8 @@ def run(settings: Settings, *, store: str | None, http: bool, host: str, port: i
         asyncio.run(serve_stdio(server))
         return
     limits = HttpLimits(**settings.http.model_dump(exclude={"workers"}))
+    sys.stderr.write(start_line(settings, registry, host=host, port=port) + "\n")
+    sys.stderr.flush()
     if settings.http.workers == 1:
         asyncio.run(serve_http(server, registry, host=host, port=port, limits=limits))
         return
@@ -104,6 +107,22 @@ def run(settings: Settings, *, store: str | None, http: bool, host: str, port: i
         asyncio.run(serve_http(server, registry, host=host, port=port, limits=limits, sockets=[listening]))
 
     serve_forked(serve_one, settings.http.workers)
+
+
+def start_line(settings: Settings, registry: TokenRegistry, *, host: str, port: int) -> str:
+    """The one line ``serve --http`` prints: where it listens and how callers are authenticated."""
+    shown = f"[{host}]" if ":" in host else host
+    count = len(settings.auth.tokens)
+    auth = (
+        f"bearer tokens ({count} configured; without one only the handshake and memory_health)"
+        if registry
+        else "no tokens: every caller is the local user (loopback only)"
+    )
+    workers = settings.http.workers
+    processes = f", {workers} processes" if workers > 1 else ""
+    return (
+        f"orchestrator serve: MCP over streamable HTTP at http://{shown}:{port}/mcp; auth: {auth}{processes}"
+    )
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
