@@ -11,26 +11,20 @@ import asyncio
 from collections.abc import Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import TypeVar
 
 from memory_orchestrator.ports import (
-    BackendHealth,
     BackendUnavailable,
-    Capabilities,
     Change,
-    Edge,
     EdgeType,
     Filters,
     Hit,
     MemoryBackend,
     MemoryRecord,
     Neighbor,
-    NewMemory,
     RecallQuery,
-    WriteResult,
-    remember_all,
 )
+from memory_orchestrator.ports.delegating import DelegatingBackend
 
 T = TypeVar("T")
 
@@ -48,7 +42,7 @@ class RetryPolicy:
         return float(min(self.max_backoff_s, self.backoff_s * (2 ** (failures - 1))))
 
 
-class RetryingBackend:
+class RetryingBackend(DelegatingBackend):
     """Wraps a backend; reads are retried per the policy, everything else is passed through."""
 
     def __init__(
@@ -58,19 +52,9 @@ class RetryingBackend:
         *,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.policy = policy
-        self.name = inner.name
         self._sleep = sleep
-
-    def __getattr__(self, attribute: str) -> Any:
-        # Backend-specific extras (a path, a store name) stay reachable through the wrapper.
-        return getattr(self.inner, attribute)
-
-    @property
-    def capabilities(self) -> Capabilities:
-        """The wrapped backend's capabilities."""
-        return self.inner.capabilities
 
     async def _retry(self, call: Callable[[], Awaitable[T]]) -> T:
         failures = 0
@@ -87,36 +71,8 @@ class RetryingBackend:
         """Open the wrapped backend (retried: opening has no side effect worth guarding)."""
         await self._retry(self.inner.open)
 
-    async def aclose(self) -> None:
-        """Close the wrapped backend."""
-        await self.inner.aclose()
-
-    async def __aenter__(self) -> Self:
-        """Open and return the wrapper."""
-        await self.open()
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        """Close."""
-        await self.aclose()
-
-    async def remember(self, memory: NewMemory) -> WriteResult:
-        """Not retried (a timed-out write may have happened)."""
-        return await self.inner.remember(memory)
-
-    async def remember_many(self, memories: Sequence[NewMemory]) -> list[WriteResult]:
-        """Not retried; the inner backend's bulk path when it has one."""
-        return await remember_all(self.inner, memories)
-
-    async def link(self, edge: Edge) -> Edge:
-        """Not retried."""
-        return await self.inner.link(edge)
-
-    async def forget(self, memory_id: str) -> None:
-        """Not retried."""
-        await self.inner.forget(memory_id)
+    # Writes are not retried (a timed-out write may have happened) and health must report the
+    # failure it sees: both pass through as DelegatingBackend has them.
 
     async def recall(self, query: RecallQuery) -> list[Hit]:
         """Retried read."""
@@ -159,7 +115,3 @@ class RetryingBackend:
     async def known_entities(self, *, limit: int = 1000) -> list[str]:
         """Retried read."""
         return await self._retry(lambda: self.inner.known_entities(limit=limit))
-
-    async def health(self, *, probe: bool = False) -> BackendHealth:
-        """Not retried: health must report the failure it sees."""
-        return await self.inner.health(probe=probe)
