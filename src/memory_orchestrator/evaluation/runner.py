@@ -32,6 +32,7 @@ from memory_orchestrator.evaluation.baseline import Bm25Baseline
 from memory_orchestrator.evaluation.datasets import Dataset, DatasetQuery, IngestReport, ingest
 from memory_orchestrator.evaluation.environment import versions
 from memory_orchestrator.evaluation.metrics import Judgement, evidence_kept, query_metrics
+from memory_orchestrator.evaluation.modes import MODES
 from memory_orchestrator.ports import (
     Hit,
     InvalidRequest,
@@ -43,7 +44,6 @@ from memory_orchestrator.ports import (
 )
 from memory_orchestrator.ports.text import content_hash
 
-MODES = ("raw", "keyword", "orchestrated", "expanded", "context")
 BASELINE = "bm25"
 DEFAULT_KS = (5, 10, 25)
 

@@ -24,6 +24,7 @@ from memory_orchestrator.entrypoints.cli.output import SafeConsole
 from memory_orchestrator.entrypoints.cli.state import guarded, print_json, run, settings_of, state_of
 from memory_orchestrator.entrypoints.config.bootstrap import build_plugins, build_scorers
 from memory_orchestrator.entrypoints.config.settings import Settings
+from memory_orchestrator.evaluation.modes import MODES
 from memory_orchestrator.examples import example_path
 from memory_orchestrator.plugins.manager import PluginManager
 from memory_orchestrator.ports import InvalidRequest, MemoryBackend
@@ -33,8 +34,7 @@ if TYPE_CHECKING:
     from memory_orchestrator.evaluation.runner import BackendMaker
 
 # The evaluation stack (numpy, matplotlib, bm25s) is imported inside the commands that use it, so
-# that every other `orchestrator` command starts without it.
-MODES = ("raw", "keyword", "orchestrated", "expanded", "context")
+# that every other `orchestrator` command starts without it (``evaluation.modes`` is plain data).
 EVAL_PACKAGES = ("bm25s", "matplotlib", "numpy")
 
 app = typer.Typer(
