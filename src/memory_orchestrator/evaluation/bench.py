@@ -262,13 +262,14 @@ async def _measure_transports(
             level = await transports.load(base, calls, clients=clients, seconds=config.load_seconds)
             levels.append({**level, "latency_ms": stats(level.pop("latencies"))})
             progress.advance()
-    base_p50 = stats(in_process)["p50"]
+    paths = {"in_process": stats(in_process), "stdio": stats(stdio), "http": stats(http)}
+    base_p50 = paths["in_process"]["p50"]
     return {
         "http_workers": config.http_workers,
-        "memory_search_ms": {"in_process": stats(in_process), "stdio": stats(stdio), "http": stats(http)},
+        "memory_search_ms": paths,
         "added_p50_ms": {
-            "stdio": round(stats(stdio)["p50"] - base_p50, 3),
-            "http": round(stats(http)["p50"] - base_p50, 3),
+            "stdio": round(paths["stdio"]["p50"] - base_p50, 3),
+            "http": round(paths["http"]["p50"] - base_p50, 3),
         },
         "http_load": levels,
     }
