@@ -213,13 +213,6 @@ def entity_specificity(matches: Mapping[str, list[str]], names: Sequence[str]) -
     return result
 
 
-def entity_overlap(record: MemoryRecord, patterns: Sequence[tuple[str, re.Pattern[str]]]) -> float:
-    """Share of the question's entities the memory carries, is spoken by, or mentions."""
-    if not patterns:
-        return 0.0
-    return len(matched_entities(record, patterns)) / len(patterns)
-
-
 def matched_entities(record: MemoryRecord, patterns: Sequence[tuple[str, re.Pattern[str]]]) -> list[str]:
     """The question's entities found in the memory (entities, source or text)."""
     carried = {name.casefold() for name in record.entities} | {record.source.casefold()}
