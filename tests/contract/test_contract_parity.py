@@ -64,3 +64,39 @@ async def test_same_writes_give_the_same_edges_and_recall(tmp_path: Path) -> Non
             assert in_sqlite == in_memory
             searched = [reference_ids[hit.record.id] for hit in await reference.search(text, now=now)]
             assert [sqlite_ids[hit.record.id] for hit in await sqlite.search(text, now=now)] == searched
+
+
+async def test_context_at_index_time_ranks_alike(tmp_path: Path) -> None:
+    """Memories minutes apart are matched on another speaker's previous words too, identically in both."""
+    rng = random.Random(5)
+    minutes = rng.sample(range(60 * 8), 60)  # within the context window of each other, often
+    memories = [
+        NewMemory(
+            f"{rng.choice(VERBS)} {rng.choice(TOPICS)} then {rng.choice(TOPICS)} (turn {index})",
+            source=rng.choice(["ana", "ben"]),
+            created_at=T0 + timedelta(minutes=minutes[index]),
+        )
+        for index in range(60)
+    ]
+    async with create_memory({}) as reference, create_sqlite({"path": str(tmp_path / "c.db")}) as sqlite:
+        _, reference_ids = await _graph(reference, memories)
+        _, sqlite_ids = await _graph(sqlite, memories)
+        forgotten = sorted(reference_ids)[:5]
+        for memory_id in forgotten:  # forgetting re-derives the successors' context in both
+            await reference.forget(memory_id)
+        for memory_id, content in sqlite_ids.items():
+            if content in {reference_ids[i] for i in forgotten}:
+                await sqlite.forget(memory_id)
+        now = T0 + timedelta(days=1)
+        for text in ("kafka", "scaled billing", "paused auth metrics", "cache"):
+            expected = [
+                (reference_ids[hit.record.id], round(hit.score, 4))
+                for hit in await reference.search(text, limit=20, now=now)
+            ]
+            found = [
+                (sqlite_ids[hit.record.id], round(hit.score, 4))
+                for hit in await sqlite.search(text, limit=20, now=now)
+            ]
+            assert found == expected
+            # some results are found through their context only
+            assert any(text.split()[0] not in content for content, _ in found)

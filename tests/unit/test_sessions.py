@@ -9,6 +9,7 @@ import pytest
 from memory_orchestrator.adapters.memory import InMemoryBackend
 from memory_orchestrator.domain.orchestrator import Orchestrator
 from memory_orchestrator.domain.provenance import explain_why
+from memory_orchestrator.domain.requests import SearchRequest
 from memory_orchestrator.domain.sessions import (
     SESSION_SOURCE,
     SessionSummary,
@@ -247,3 +248,34 @@ async def test_why_without_causal_links_says_so_and_lists_related_memories() -> 
     assert report.chain[0].role == "decision"
     assert any("no causal links" in note for note in report.notes)
     assert all(link.role == "related" for link in report.chain[1:])
+
+
+@pytest.mark.anyio
+async def test_why_prefers_a_top_decision_whose_causes_are_recorded() -> None:
+    clock = FixedClock(NOW - timedelta(days=2))
+    async with InMemoryBackend(clock=clock) as backend:
+        cause = (await backend.remember(NewMemory("CI minutes ran out in March"))).id
+        decision = (
+            await backend.remember(NewMemory("We decided to cache wheels in CI", category="decision"))
+        ).id
+        await backend.link(Edge(cause, decision, EdgeType.CAUSAL, 0.9))
+        clock.set(NOW)
+        # a newer decision on the same topic, without recorded causes, ranks first
+        later = (
+            await backend.remember(
+                NewMemory(
+                    "Wheels in CI: we cache wheels in CI and cache them 7 days",
+                    category="decision",
+                    source="session",
+                )
+            )
+        ).id
+        orchestrator = Orchestrator(backend, clock=clock)
+        top = (await orchestrator.search(SearchRequest("why do we cache wheels in CI?", top_k=3))).items
+        report = await explain_why(orchestrator, backend, "why do we cache wheels in CI?")
+    assert top[0].memory_id == later
+    assert report.focus_id == decision
+    assert [(link.role, link.record.id) for link in report.chain] == [
+        ("cause", cause),
+        ("decision", decision),
+    ]

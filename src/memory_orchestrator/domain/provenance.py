@@ -86,16 +86,17 @@ async def explain_why(
     """Find what ``question`` is about and return its causes, itself and its consequences in order."""
     request = SearchRequest(query=question, top_k=8, now=now, overrides=PlanOverrides(intent=Intent.WHY))
     result = await orchestrator.search(request)
-    focus_item = choose_focus(result.items)
     notes = list(result.warnings)
-    if focus_item is None:
+    options = focus_options(result.items)
+    if not options:
         return WhyReport(question, None, (), (), result.trace_id, (*notes, "no memory matches the question"))
-    records = await backend.get([focus_item.memory_id])
-    if not records:
+    records = {record.id: record for record in await backend.get([item.memory_id for item in options])}
+    present = [records[item.memory_id] for item in options if item.memory_id in records]
+    if not present:
         return WhyReport(question, None, (), (), result.trace_id, (*notes, "the matching memory is gone"))
-    focus = records[0]
+    focus = present[0]
     try:
-        causes = await _walk_causes(backend, focus, depth)
+        focus, causes = await _focus_with_causes(backend, present, depth)
         consequences = await _consequences(backend, focus)
         supersession = await _supersession_history(backend, focus)
     except BackendError as exc:
@@ -110,13 +111,27 @@ async def explain_why(
     return WhyReport(question, focus.id, tuple(chain), tuple(supersession), result.trace_id, tuple(notes))
 
 
-def choose_focus(items: Sequence[ResultItem]) -> ResultItem | None:
-    """The item a why-question is about: the best direct decision, else the best direct hit."""
+async def _focus_with_causes(
+    backend: MemoryBackend, options: Sequence[MemoryRecord], depth: int
+) -> tuple[MemoryRecord, list[ChainLink]]:
+    """The best option whose causes are recorded (else the best option) and those causes.
+
+    A why-question asks for provenance: a near-equal hit without any (a later note on the same
+    topic, say) would answer nothing while the decision that has its causes recorded is right there.
+    """
+    for record in options:
+        causes = await _walk_causes(backend, record, depth)
+        if causes:
+            return record, causes
+    return options[0], []
+
+
+def focus_options(items: Sequence[ResultItem]) -> list[ResultItem]:
+    """What a why-question may be about, best first: the current direct decisions among the top
+    three hits, else the best direct hit."""
     direct = [item for item in items if not item.path] or list(items)
-    for item in direct[:3]:
-        if item.category == "decision" and not item.superseded:
-            return item
-    return direct[0] if direct else None
+    decisions = [item for item in direct[:3] if item.category == "decision" and not item.superseded]
+    return decisions or direct[:1]
 
 
 def _chronological(link: ChainLink) -> tuple[datetime, str]:

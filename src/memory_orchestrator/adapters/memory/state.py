@@ -10,11 +10,12 @@ import bisect
 import math
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from memory_orchestrator.ports import Edge, EdgeType, Filters, MemoryRecord, Neighbor
 from memory_orchestrator.ports.autolinks import DEFAULT_LIMITS, LinkLimits, MemorySketch
+from memory_orchestrator.ports.text import CONTEXT_WEIGHT, CONTEXT_WINDOW
 
 EdgeKey = tuple[str, str, EdgeType]
 TimeKey = tuple[datetime, str]
@@ -32,11 +33,18 @@ class StoredMemory:
     sketch: MemorySketch
     token_counts: Counter[str]
     deleted_at: datetime | None = None
+    #: The tokens of the memory just before it (context at index time, as SQLite keeps them).
+    context_counts: Counter[str] = field(default_factory=Counter)
 
     @property
     def token_total(self) -> int:
-        """Number of tokens of the content (its BM25 length)."""
+        """Number of tokens of the content."""
         return sum(self.token_counts.values())
+
+    @property
+    def indexed_total(self) -> int:
+        """Its BM25 length: its own tokens and its context's, as FTS5 counts a row's columns."""
+        return self.token_total + sum(self.context_counts.values())
 
 
 def _nearest(keys: list[TimeKey], moment: datetime, before: int, after: int) -> list[str]:
@@ -54,6 +62,7 @@ class MemoryState:
         self._by_source: dict[str, list[TimeKey]] = {}
         self._by_entity: dict[str, list[TimeKey]] = {}
         self._postings: dict[str, set[str]] = {}
+        self._context_postings: dict[str, set[str]] = {}
         self._by_hash: dict[str, list[str]] = {}
         self._adjacent: dict[str, set[EdgeKey]] = {}
         self._superseders: dict[str, set[str]] = {}
@@ -84,6 +93,8 @@ class MemoryState:
         self._token_total += stored.token_total
         for name in record.entities:
             self._spelling.setdefault(name.casefold(), name)
+        self._set_context(stored)
+        self._refresh_successor(key)
 
     def remove(self, memory_id: str, at: datetime) -> None:
         """Soft-delete a memory: it leaves every index (its edges are skipped on read)."""
@@ -96,6 +107,41 @@ class MemoryState:
             self._postings[token].discard(memory_id)
         self._by_hash[stored.content_hash].remove(memory_id)
         self._token_total -= stored.token_total
+        self._drop_context(stored)
+        self._refresh_successor(key)
+
+    # -- context at index time (adapters/sqlite/context.py) --------------------------------------
+
+    def _set_context(self, stored: StoredMemory) -> None:
+        key = (stored.record.created_at, stored.record.id)
+        position = bisect.bisect_left(self._by_time, key)
+        context: Counter[str] = Counter()
+        if position > 0:
+            moment, previous_id = self._by_time[position - 1]
+            previous = self.memories[previous_id]
+            if (
+                stored.record.created_at - moment <= CONTEXT_WINDOW
+                and previous.record.source != stored.record.source
+            ):
+                context = Counter(previous.token_counts)
+        stored.context_counts = context
+        for token in context:
+            self._context_postings.setdefault(token, set()).add(stored.record.id)
+        self._token_total += sum(context.values())
+
+    def _drop_context(self, stored: StoredMemory) -> None:
+        for token in stored.context_counts:
+            self._context_postings[token].discard(stored.record.id)
+        self._token_total -= sum(stored.context_counts.values())
+        stored.context_counts = Counter()
+
+    def _refresh_successor(self, key: TimeKey) -> None:
+        """The memory after ``key`` takes the one now before it as its context."""
+        position = bisect.bisect_right(self._by_time, key)
+        if position < len(self._by_time):
+            successor = self.memories[self._by_time[position][1]]
+            self._drop_context(successor)
+            self._set_context(successor)
 
     def _time_lists(self, stored: StoredMemory) -> list[list[TimeKey]]:
         lists = [self._by_time, self._by_source.setdefault(stored.record.source, [])]
@@ -123,6 +169,7 @@ class MemoryState:
         ids: set[str] = set()
         for token in set(tokens):
             ids.update(self._postings.get(token, ()))
+            ids.update(self._context_postings.get(token, ()))
         return self.admitted(sorted(ids), filters, now)
 
     def carrying(
@@ -227,29 +274,34 @@ class MemoryState:
         """BM25 of ``records`` exactly as SQLite FTS5 computes it; only those sharing a term, best first.
 
         Statistics (row count, document frequency, average length) cover every active memory, as the
-        FTS index does; idf = ln((N - n + 0.5) / (n + 0.5)) floored at 1e-6, k1 = 1.2, b = 0.75.
+        FTS index does; idf = ln((N - n + 0.5) / (n + 0.5)) floored at 1e-6, k1 = 1.2, b = 0.75. A
+        term's frequency is its count in the memory plus ``CONTEXT_WEIGHT`` times its count in the
+        context; a row's length counts both, as FTS5 weighs its two columns.
         """
-        terms = {term for term in query_tokens if self._postings.get(term)}
+        rows = {
+            term: self._postings.get(term, set()) | self._context_postings.get(term, set())
+            for term in set(query_tokens)
+        }
+        terms = {term for term, ids in rows.items() if ids}
         active = len(self._by_time)
         if not terms or not records or not active:
             return []
         average = self._token_total / active or 1.0
         idf = {
-            term: max(
-                1e-6, math.log((active - len(self._postings[term]) + 0.5) / (len(self._postings[term]) + 0.5))
-            )
+            term: max(1e-6, math.log((active - len(rows[term]) + 0.5) / (len(rows[term]) + 0.5)))
             for term in terms
         }
         scored: list[tuple[MemoryRecord, float]] = []
         for record in records:
             stored = self.memories[record.id]
-            matched = terms.intersection(stored.token_counts)
+            own, context = stored.token_counts, stored.context_counts
+            matched = [term for term in terms if term in own or term in context]
             if not matched:
                 continue
-            length = stored.token_total
+            length = stored.indexed_total
             score = 0.0
             for term in matched:
-                tf = stored.token_counts[term]
+                tf = own[term] + CONTEXT_WEIGHT * context[term]
                 score += idf[term] * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * length / average))
             scored.append((record, score))
         scored.sort(key=lambda pair: (-pair[1], -pair[0].created_at.timestamp(), pair[0].id))

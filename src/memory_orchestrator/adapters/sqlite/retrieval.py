@@ -8,6 +8,7 @@ from datetime import datetime
 
 import aiosqlite
 
+from memory_orchestrator.adapters.sqlite.context import BM25
 from memory_orchestrator.adapters.sqlite.records import records_from_rows, select_records
 from memory_orchestrator.adapters.sqlite.rows import MEMORY_COLUMNS, fts_query, visible_clause
 from memory_orchestrator.adapters.sqlite.terms import selective_terms
@@ -32,7 +33,7 @@ async def keyword(
     clause = visible_clause(filters, now)
     pool = max(KEYWORD_POOL, 4 * limit)
     bounded = (
-        "WITH top AS (SELECT rowid, bm25(memories_fts) AS rank FROM memories_fts "
+        f"WITH top AS (SELECT rowid, {BM25} AS rank FROM memories_fts "
         "WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?) "
         f"SELECT {MEMORY_COLUMNS}, -top.rank AS score FROM top JOIN memories m ON m.rowid = top.rowid "
         f"WHERE {clause.text()} ORDER BY top.rank, m.created_at DESC, m.id LIMIT ?"
@@ -45,10 +46,10 @@ async def keyword(
         )
         if int(next(iter(found))[0]) == pool:  # the pool was full: filters may have hidden more
             exact = (
-                f"SELECT {MEMORY_COLUMNS}, -bm25(memories_fts) AS score FROM memories_fts "
+                f"SELECT {MEMORY_COLUMNS}, -{BM25} AS score FROM memories_fts "
                 f"JOIN memories m ON m.rowid = memories_fts.rowid "
                 f"WHERE memories_fts MATCH ? AND {clause.text()} "
-                f"ORDER BY bm25(memories_fts), m.created_at DESC, m.id LIMIT ?"
+                f"ORDER BY {BM25}, m.created_at DESC, m.id LIMIT ?"
             )
             rows = list(await db.execute_fetchall(exact, (query, *clause.params, limit)))
     records = await records_from_rows(db, rows)

@@ -9,6 +9,7 @@ from typing import Any
 
 import aiosqlite
 
+from memory_orchestrator.adapters.sqlite.context import OWN_WORDS, context_before, refresh_successor
 from memory_orchestrator.adapters.sqlite.rows import as_json, fts_query, stamp
 from memory_orchestrator.adapters.sqlite.terms import count_terms, selective_terms
 from memory_orchestrator.ports import ChangeKind, MemoryRecord, parse_timestamp
@@ -79,7 +80,8 @@ async def candidate_ids(
             "JOIN memories m ON m.rowid = memories_fts.rowid "
             "WHERE memories_fts MATCH ? AND m.deleted_at IS NULL ORDER BY bm25(memories_fts) LIMIT ?)"
         )
-        parts.append((lexical, (query, LEXICAL_CANDIDATES)))
+        # the memory's own words only: a neighbour's words in its context column are no likeness
+        parts.append((lexical, (f"{OWN_WORDS} : ({query})", LEXICAL_CANDIDATES)))
     sql = " UNION ".join(part for part, _ in parts)
     params = [value for _, values in parts for value in values]
     found = {str(row[0]) for row in await db.execute_fetchall(sql, params)}
@@ -153,10 +155,13 @@ async def insert_memory(db: aiosqlite.Connection, record: MemoryRecord, digest: 
         ),
     )
     tokens = tokenize(record.content)
+    row = int(rowid[0]) if rowid else None
+    context = await context_before(db, record.created_at, record.source, row)
     await db.execute(
-        "INSERT INTO memories_fts (rowid, tokens) VALUES (?, ?)",
-        (rowid[0] if rowid else None, " ".join(tokens)),
+        "INSERT INTO memories_fts (rowid, tokens, context) VALUES (?, ?, ?)", (row, " ".join(tokens), context)
     )
+    if row is not None:
+        await refresh_successor(db, record.created_at, row)
     await count_terms(db, tokens, +1)
     spellings = {name.casefold(): name for name in reversed(record.entities)}
     created = stamp(record.created_at)
@@ -174,7 +179,8 @@ async def insert_memory(db: aiosqlite.Connection, record: MemoryRecord, digest: 
 async def remove_from_indexes(db: aiosqlite.Connection, memory_id: str) -> None:
     """Take a forgotten memory out of FTS, the entity index and the entity statistics."""
     rows = await db.execute_fetchall(
-        "SELECT f.tokens FROM memories_fts f JOIN memories m ON m.rowid = f.rowid WHERE m.id = ?",
+        "SELECT f.tokens, m.rowid, m.created_at FROM memories_fts f JOIN memories m ON m.rowid = f.rowid "
+        "WHERE m.id = ?",
         (memory_id,),
     )
     for row in rows:
@@ -182,6 +188,9 @@ async def remove_from_indexes(db: aiosqlite.Connection, memory_id: str) -> None:
     await db.execute(
         "DELETE FROM memories_fts WHERE rowid = (SELECT rowid FROM memories WHERE id = ?)", (memory_id,)
     )
+    for row in rows:
+        # its words were its successor's context: the successor now takes the memory before it
+        await refresh_successor(db, parse_timestamp(str(row[2])), int(row[1]))
     rows = await db.execute_fetchall(
         "SELECT entity_norm FROM memory_entities WHERE memory_id = ?", (memory_id,)
     )

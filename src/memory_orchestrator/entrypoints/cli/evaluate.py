@@ -184,6 +184,14 @@ def evaluate(
     example: Annotated[
         str | None, typer.Option("--example", help="A bundled example set (atlas) instead of --dataset.")
     ] = None,
+    stores: Annotated[
+        str | None,
+        typer.Option(
+            "--stores",
+            help="Only these stores of the dataset (LoCoMo: conversations such as conv-26), comma "
+            "separated: tune on some, report on the others.",
+        ),
+    ] = None,
     channel: Annotated[
         list[str] | None,
         typer.Option(
@@ -205,7 +213,8 @@ def evaluate(
     name = backend or state_of(ctx).backend or "sqlite"
     ks = guarded(lambda: parse_ints(k, "--k"))
     modes = guarded(lambda: parse_modes(mode))
-    options = EvalOptions(dataset, corpus, out, progress, tuple(dict.fromkeys(channel or ())))
+    chosen = tuple(dict.fromkeys(part.strip() for part in (stores or "").split(",") if part.strip()))
+    options = EvalOptions(dataset, corpus, out, progress, tuple(dict.fromkeys(channel or ())), chosen)
     summary = run(lambda: _evaluate(ctx, name, options, modes, ks, budget_tokens, limit))
     if as_json:
         print_json(summary)
@@ -224,6 +233,21 @@ class EvalOptions:
     progress: bool
     #: Plugin retrieval channels evaluated as extra modes (default: those ``[channels]`` enables).
     channels: tuple[str, ...] = ()
+    #: Only the stores with these names (empty: every store of the dataset).
+    stores: tuple[str, ...] = ()
+
+
+def select_stores(stores: list[Dataset], names: tuple[str, ...]) -> list[Dataset]:
+    """The stores named by ``--stores`` (all when none is named); an unknown name is an error."""
+    if not names:
+        return stores
+    known = {store.name: store for store in stores}
+    unknown = [name for name in names if name not in known]
+    if unknown:
+        raise InvalidRequest(
+            f"--stores: no store named {', '.join(unknown)} in the dataset (it has {', '.join(known)})"
+        )
+    return [known[name] for name in names]
 
 
 async def _evaluate(
@@ -253,7 +277,7 @@ async def _evaluate(
     dataset = options.dataset
     label = dataset.stem if dataset.is_file() else dataset.name
     with _workdir() as workdir, RichProgress(console=console, enabled=options.progress) as bar:
-        stores = _load(dataset, options.corpus, workdir)
+        stores = select_stores(_load(dataset, options.corpus, workdir), options.stores)
         maker = backend_maker(settings, plugins, name, workdir)
         scorers = build_scorers(settings, plugins)
         result = await run_evaluation(
