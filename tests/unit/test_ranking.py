@@ -9,7 +9,14 @@ import pytest
 
 from memory_orchestrator.domain.candidates import Candidate
 from memory_orchestrator.domain.config import PipelineConfig
-from memory_orchestrator.domain.ranking import RankingContext, noise, rank, recency
+from memory_orchestrator.domain.ranking import (
+    RankingContext,
+    matched_entities,
+    name_pattern,
+    noise,
+    rank,
+    recency,
+)
 from memory_orchestrator.domain.results import PathStep
 from memory_orchestrator.ports import EdgeType, Intent, MemoryRecord, ScoringContext
 
@@ -171,3 +178,20 @@ def test_an_entity_most_candidates_carry_boosts_little() -> None:
     rest = [Candidate(record(f"m{n}", f"note {n}"), relevance=0.5) for n in range(7)]
     ranked, _ = rank(half + rest, context(entities=("Caroline",)), CONFIG)
     assert ranked[0].signals["entity"] == 1.0 and ranked[0].record.source == "Caroline"
+
+
+def test_a_name_used_to_address_someone_is_not_an_entity_match() -> None:
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+
+    def matches(content: str, source: str = "Melanie") -> list[str]:
+        record = MemoryRecord(
+            id="m", content=content, created_at=now, updated_at=now, source=source, entities=("Caroline",)
+        )
+        return matched_entities(record, [name_pattern("Caroline")])
+
+    assert matches("Wow, Caroline! That sounds great") == []
+    assert matches("Hey Caroline, how was the trip?") == []
+    assert matches("Caroline, so glad you came") == []
+    assert matches("I told Caroline about the parade") == ["Caroline"]
+    assert matches("Thanks, Mel!", source="Caroline") == ["Caroline"]  # her own words
+    assert matches("Adoption papers are signed") == ["Caroline"]  # an entity the writer gave

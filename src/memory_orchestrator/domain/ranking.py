@@ -113,7 +113,7 @@ def rank(
         time_window=context.time_window,
         task=context.task,
     )
-    patterns = [_name_pattern(name) for name in context.entities]
+    patterns = [name_pattern(name) for name in context.entities]
     matches = {c.memory_id: matched_entities(c.record, patterns) for c in candidates}
     specificity = entity_specificity(matches, [name for name, _ in patterns])
     ranked = []
@@ -214,11 +214,35 @@ def entity_specificity(matches: Mapping[str, list[str]], names: Sequence[str]) -
 
 
 def matched_entities(record: MemoryRecord, patterns: Sequence[tuple[str, re.Pattern[str]]]) -> list[str]:
-    """The question's entities found in the memory (entities, source or text)."""
-    carried = {name.casefold() for name in record.entities} | {record.source.casefold()}
-    return [
-        name for name, pattern in patterns if name.casefold() in carried or pattern.search(record.content)
-    ]
+    """The question's entities found in the memory (source, or named in its text or entities).
+
+    A name only used to address someone ("Wow, Caroline!", "Hey Mel,") says who was spoken to, not
+    what the memory is about: it does not count, even when an extractor listed it as an entity.
+    """
+    source = record.source.casefold()
+    carried = {entity.casefold() for entity in record.entities}
+    found = []
+    for name, pattern in patterns:
+        mentions = list(pattern.finditer(record.content))
+        named = any(not addressed(record.content, match) for match in mentions)
+        if name.casefold() == source or named or (not mentions and name.casefold() in carried):
+            found.append(name)
+    return found
+
+
+_ADDRESS_BEFORE = re.compile(
+    r"(?:(?:^|\b)(?:hey|hi|hiya|hello|thanks|thank you|wow|woah|whoa|yeah|yes|yay|oh|aw+|congrats|"
+    r"congratulations|sorry|ok|okay|dear|bye|cheers|haha|lol|omg|morning|night)\W{0,3}|,\s*|^|:\s*)$",
+    re.IGNORECASE,
+)
+_ADDRESS_AFTER = re.compile(r"^\s*(?:[!,.?]|$)")
+
+
+def addressed(text: str, match: re.Match[str]) -> bool:
+    """True when the name at ``match`` is a form of address: after a greeting or a comma (or opening
+    the text), and followed by punctuation."""
+    before = text[max(0, match.start() - 20) : match.start()]
+    return bool(_ADDRESS_BEFORE.search(before)) and bool(_ADDRESS_AFTER.match(text[match.end() :]))
 
 
 def noise(content: str) -> float:
@@ -295,5 +319,6 @@ def _time_matters(context: RankingContext) -> bool:
     return context.intent == Intent.WHEN or context.strategy == "episodic" or context.time_window is not None
 
 
-def _name_pattern(name: str) -> tuple[str, re.Pattern[str]]:
+def name_pattern(name: str) -> tuple[str, re.Pattern[str]]:
+    """``(name, a case-insensitive whole-word pattern of it)``."""
     return name, re.compile(rf"(?<!\w){re.escape(name)}(?!\w)", re.IGNORECASE)
