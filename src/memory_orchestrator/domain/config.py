@@ -67,6 +67,8 @@ class RankingWeights:
     cross_reference: float = 0.10
     duplication: float = 0.20
     noise: float = 0.20
+    #: A memory inside the time window a question names (a soft signal; see ``ranking.time_match``).
+    time: float = 0.30
     #: Multiplier applied to the score of a superseded memory.
     superseded_factor: float = 0.25
 

@@ -15,6 +15,7 @@ from memory_orchestrator.domain.as_of import drop_future_superseders
 from memory_orchestrator.domain.candidates import Candidate
 from memory_orchestrator.domain.config import PipelineConfig
 from memory_orchestrator.domain.dedup import deduplicate
+from memory_orchestrator.domain.planner import content_terms
 from memory_orchestrator.domain.planner import plan as make_plan
 from memory_orchestrator.domain.ranking import RankedItem, RankingContext, rank
 from memory_orchestrator.domain.requests import PlanOverrides
@@ -22,8 +23,12 @@ from memory_orchestrator.domain.results import QueryPlan, ResultItem
 from memory_orchestrator.domain.retrieval import RetrievalOutcome, retrieve, retrieve_recent, with_window
 from memory_orchestrator.domain.trace import Trace
 from memory_orchestrator.domain.traversal import expand, relative_edge_weights
-from memory_orchestrator.ports import Filters, MemoryBackend, RetrievalChannel, Scorer
+from memory_orchestrator.ports import Filters, MemoryBackend, RetrievalChannel, Scorer, TimeRange
 
+#: A window read from a question with more content words than this is soft (see filtering_window):
+#: "Atlas decisions last week" asks for last week only; a question with more to match on may be
+#: answered by a memory written after the event.
+SOFT_WINDOW_TERMS = 2
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 SUMMARY_CHARS = 160
 
@@ -76,6 +81,7 @@ async def run_pipeline(
         if warning:
             trace.warn(warning)
         ranked = _rank(list(pool.values()), plan, request, found, config, scorers, trace)
+        _note_outside_window(plan.time_window, ranked, trace)
     with trace.timed("dedup"):
         window = max(3 * request.keep, 30)
         outcome = deduplicate(ranked[:window], config)
@@ -94,6 +100,12 @@ async def run_pipeline(
     return PipelineRun(plan, items, list(trace.warnings))
 
 
+def _note_outside_window(window: TimeRange | None, ranked: list[RankedItem], trace: Trace) -> None:
+    # a soft window (see filtering_window) that nothing falls in: say so rather than silently
+    if window is not None and ranked and not any(window.contains(item.record.created_at) for item in ranked):
+        trace.warn("no memory in the time window read from the query matches; showing results from any time")
+
+
 def _plan(request: PipelineInput, config: PipelineConfig, known_entities: Sequence[str]) -> QueryPlan:
     plan = make_plan(
         request.query,
@@ -110,6 +122,21 @@ def _plan(request: PipelineInput, config: PipelineConfig, known_entities: Sequen
     return plan
 
 
+def filtering_window(plan: QueryPlan, request: PipelineInput) -> TimeRange | None:
+    """The time window that filters memories: the caller's own, or one read from a question that has
+    little else to match on ("what happened last week?", "what did we decide yesterday?").
+
+    A window read from a question with several content words is a soft signal (ranking's ``time``
+    signal), not a filter: "what did John attend with his colleagues in March?" is often answered by
+    a memory written in April ("we went to a convention last month"), since the moment a memory is
+    written is not the moment of the event it tells.
+    """
+    caller = request.filters.time_range is not None or request.overrides.time_window is not None
+    if caller or plan.strategy == "episodic" or len(content_terms(plan.canonical)) <= SOFT_WINDOW_TERMS:
+        return plan.time_window
+    return None
+
+
 async def _retrieve(
     backend: MemoryBackend,
     plan: QueryPlan,
@@ -118,7 +145,7 @@ async def _retrieve(
     trace: Trace,
     channels: Sequence[RetrievalChannel],
 ) -> RetrievalOutcome:
-    filters = with_window(request.filters, plan.time_window)
+    filters = with_window(request.filters, filtering_window(plan, request))
     found = await _retrieve_once(backend, plan, filters, request, config, channels)
     if not found.candidates and found.channels_failed < found.channels_run:
         found = await _fallbacks(backend, plan, filters, request, config, trace, channels) or found
@@ -146,14 +173,14 @@ async def _fallbacks(
     channels: Sequence[RetrievalChannel],
 ) -> RetrievalOutcome | None:
     """When nothing matched: the window's own memories, then any time (for an inferred window)."""
-    if plan.time_window is not None and plan.strategy != "episodic":
+    if filtering_window(plan, request) is not None and plan.strategy != "episodic":
         recent = await retrieve_recent(
             backend, filters=filters, now=request.now, limit=request.keep, config=config
         )
         if recent.candidates:
             trace.warn("no memory in the time window matches the query words; showing the window's memories")
             return recent
-    if plan.time_window is not None and request.overrides.time_window is None:
+    if filtering_window(plan, request) is not None and request.overrides.time_window is None:
         # The window was read from the text and may be wrong; an empty answer helps nobody.
         trace.warn("no memories in the time window read from the query; showing results from any time")
         found = await _retrieve_once(backend, plan, request.filters, request, config, channels)
@@ -199,7 +226,7 @@ async def _expand(
         trace.warn(f"backend {backend.name} cannot list neighbours; no graph expansion")
         return
     weights = relative_edge_weights(config.edge_weights, plan.intent, config.allowed_edge_types)
-    filters = with_window(request.filters, plan.time_window)
+    filters = with_window(request.filters, filtering_window(plan, request))
     outcome = await expand(
         backend, seeds, pool, weights=weights, hops=plan.hops, filters=filters, now=request.now, config=config
     )

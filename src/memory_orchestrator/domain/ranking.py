@@ -154,6 +154,7 @@ def score_candidate(
         "importance": min(1.0, max(0.0, (record.importance - 1) / 4)),
         "cross_reference": _cross_reference(candidate, context.total_lists),
         "noise": noise_of_words(candidate.words()),
+        "time": time_match(record.created_at, context.time_window),
     }
     recency_weight = weights.recency * (1.0 if _time_matters(context) else WEAK_RECENCY)
     strong, weak = sorted((signals["relevance"], signals["graph"]), reverse=True)
@@ -161,6 +162,7 @@ def score_candidate(
     score += recency_weight * signals["recency"] + weights.type_match * signals["type_match"]
     score += weights.entity * signals["entity"] + weights.importance * signals["importance"]
     score += weights.cross_reference * signals["cross_reference"] - weights.noise * signals["noise"]
+    score += weights.time * signals["time"]
     superseded = bool(record.superseded_by)
     if superseded:
         score *= weights.superseded_factor
@@ -185,6 +187,18 @@ def recency(created_at: datetime, now: datetime, half_life_days: float) -> float
     """``0.5 ** (age / half-life)``; 1.0 for a memory created at ``now`` (or later)."""
     age_days = max(0.0, (now - created_at).total_seconds() / 86400)
     return math.pow(0.5, age_days / half_life_days) if half_life_days > 0 else 0.0
+
+
+def time_match(created_at: datetime, window: TimeRange | None) -> float:
+    """1.0 inside the question's time window; 0.5 within one window's length after it (an event is
+    often told afterwards: "last month we went to ..."); 0 otherwise or without a window."""
+    if window is None:
+        return 0.0
+    if window.contains(created_at):
+        return 1.0
+    if window.start is not None and window.end is not None and created_at >= window.end:
+        return 0.5 if created_at < window.end + (window.end - window.start) else 0.0
+    return 0.0
 
 
 def type_match(record: MemoryRecord, intent: Intent) -> float:

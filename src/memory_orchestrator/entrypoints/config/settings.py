@@ -101,6 +101,7 @@ class WeightsSection(Section):
     cross_reference: float = Field(default=_WEIGHTS.cross_reference, ge=0, le=10)
     duplication: float = Field(default=_WEIGHTS.duplication, ge=0, le=10)
     noise: float = Field(default=_WEIGHTS.noise, ge=0, le=10)
+    time: float = Field(default=_WEIGHTS.time, ge=0, le=10)
     superseded_factor: float = Field(default=_WEIGHTS.superseded_factor, ge=0, le=1)
 
 
