@@ -10,6 +10,7 @@ from rich.text import Text
 
 from memory_orchestrator.domain.results import edge_to_dict, record_to_dict
 from memory_orchestrator.entrypoints.cli import output as out
+from memory_orchestrator.entrypoints.cli.progress import TerminalProgress
 from memory_orchestrator.entrypoints.cli.state import (
     CategoryOption,
     EntityOption,
@@ -213,6 +214,9 @@ def import_dataset(
     example: Annotated[
         str | None, typer.Option("--example", help="A bundled example set by name (atlas) instead of PATH.")
     ] = None,
+    progress: Annotated[
+        bool, typer.Option(help="Show progress with rate and ETA on stderr (a bar on a terminal).")
+    ] = True,
     as_json: JsonOption = False,
 ) -> None:
     """Load an eval-format dataset; a folder of several stores goes into one store each (named after it)."""
@@ -222,12 +226,17 @@ def import_dataset(
         settings = settings_of(ctx)
         datasets = load_dataset(source, corpus=corpus)
         reports = []
-        for dataset in datasets:
-            if len(datasets) > 1:
-                apply_store(settings, dataset.name)
-            async with open_backend(settings) as backend:
-                report = await ingest(backend, dataset)
-            reports.append(_import_summary(dataset.name, report))
+        with TerminalProgress(unit="memories", enabled=progress) as bar:
+            for dataset in datasets:
+                if len(datasets) > 1:
+                    apply_store(settings, dataset.name)
+                # The store written is the configured one (--store, or the default) unless the
+                # dataset holds several stores.
+                store = settings.store_name()
+                bar.stage(f"importing {dataset.name} into store {store}", len(dataset.memories))
+                async with open_backend(settings) as backend:
+                    report = await ingest(backend, dataset, on_progress=lambda _d, _t: bar.advance())
+                reports.append(_import_summary(store, report))
         return reports
 
     reports = run(action)
