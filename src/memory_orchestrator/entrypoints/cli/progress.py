@@ -15,17 +15,6 @@ from types import TracebackType
 from typing import IO, Any, Self
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    ProgressColumn,
-    Task,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
-from rich.text import Text
 
 #: Seconds between two plain progress lines off a terminal.
 PLAIN_INTERVAL_S = 10.0
@@ -48,14 +37,36 @@ def describe_eta(done: int, total: int, seconds: float) -> str:
     return f"{minutes} min {secs:02d} s" if minutes else f"{secs} s"
 
 
-class _RateColumn(ProgressColumn):
-    def __init__(self, unit: str) -> None:
-        super().__init__()
-        self.unit = unit
+def _live_bar(unit: str, console: Console | None) -> Any:
+    """A rich progress bar with rate and time left (rich.progress loads only on a terminal)."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        Task,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+    from rich.text import Text
 
-    def render(self, task: Task) -> Text:
-        speed = task.finished_speed or task.speed
-        return Text("" if speed is None else f"{speed:.0f} {self.unit}/s")
+    class RateColumn(ProgressColumn):
+        def render(self, task: Task) -> Text:
+            speed = task.finished_speed or task.speed
+            return Text("" if speed is None else f"{speed:.0f} {unit}/s")
+
+    return Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        RateColumn(),
+        TextColumn("ETA"),
+        TimeRemainingColumn(),
+        TimeElapsedColumn(),
+        console=console or Console(stderr=True),
+        transient=False,
+    )
 
 
 class TerminalProgress:
@@ -78,23 +89,13 @@ class TerminalProgress:
         self.live = (stream or sys.stderr).isatty() if live is None else live
         self.interval_s = interval_s
         self._clock = clock
-        self._bar: Progress | None = None
+        self._bar: Any = None
         self._task: Any = None
         self._stage: tuple[str, int] | None = None
         self._done = 0
         self._started = self._last_line = 0.0
         if enabled and self.live:
-            self._bar = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                MofNCompleteColumn(),
-                _RateColumn(unit),
-                TextColumn("ETA"),
-                TimeRemainingColumn(),
-                TimeElapsedColumn(),
-                console=console or Console(stderr=True),
-                transient=False,
-            )
+            self._bar = _live_bar(unit, console)
 
     def __enter__(self) -> Self:
         if self._bar is not None:

@@ -233,7 +233,8 @@ def import_dataset(
                 # The store written is the configured one (--store, or the default) unless the
                 # dataset holds several stores.
                 store = settings.store_name()
-                bar.stage(f"importing {dataset.name} into store {store}", len(dataset.memories))
+                label = dataset.name or source.name
+                bar.stage(f"importing {label} into store {store}", len(dataset.memories))
                 async with open_backend(settings) as backend:
                     report = await ingest(backend, dataset, on_progress=lambda _d, _t: bar.advance())
                 reports.append(_import_summary(store, report))
