@@ -128,6 +128,15 @@ def build_read_cache(settings: Settings) -> ReadCache | None:
     return ReadCache(section.reads_ttl_s, max_entries=section.reads_max_entries)
 
 
+def observed_traces(
+    settings: Settings, traces: TraceStore | None, store: str, observer: TraceObserver | None
+) -> TraceStore:
+    """The trace store the Orchestrator saves into: every trace names ``store`` and reaches
+    ``observer``; traces stay in process when none are stored."""
+    inner = traces if traces is not None else InProcessTraceStore(settings.traces.retention)
+    return ObservedTraceStore(inner, store, observer)
+
+
 @contextlib.asynccontextmanager
 async def open_backend(
     settings: Settings,
@@ -172,11 +181,7 @@ async def open_runtime(
         cache = build_read_cache(settings)
         if cache is not None:  # every write through this runtime clears the store's cached reads
             backend = NotifyingBackend(backend, cache.invalidate)
-        observed = ObservedTraceStore(
-            traces if traces is not None else InProcessTraceStore(settings.traces.retention),
-            store or settings.store_name(),
-            observer,
-        )
+        observed = observed_traces(settings, traces, store or settings.store_name(), observer)
         orchestrator = build_orchestrator(settings, backend, scorers, observed, channels, cache)
         yield Runtime(
             backend=backend,

@@ -24,6 +24,11 @@ LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0
 #: Counts: candidates per channel, recall depth.
 COUNT_BUCKETS = (0, 1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
 MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
+TOOL_DOC = "MCP tool call latency."
+STAGE_DOC = "Pipeline stage latency, from traces."
+CHANNEL_DOC = "Candidates one retrieval channel returned for one read."
+DEPTH_DOC = "Distinct memories retrieval handed on after fusion, per read."
+ERRORS_DOC = "Failed tool calls by error kind; reads answered with warnings as kind 'degraded'."
 
 
 class Metrics:
@@ -34,8 +39,7 @@ class Metrics:
 
         self.multiprocess_dir = multiprocess_dir
         # In multiprocess mode values live in files; this registry only names the metrics.
-        self.registry = CollectorRegistry()
-        r = self.registry
+        self.registry = r = CollectorRegistry()
 
         def counter(name: str, doc: str, labels: tuple[str, ...] = ()) -> Any:
             return Counter(f"{PREFIX}_{name}", doc, labels, registry=r)
@@ -43,36 +47,18 @@ class Metrics:
         def histogram(name: str, doc: str, labels: tuple[str, ...], buckets: tuple[float, ...]) -> Any:
             return Histogram(f"{PREFIX}_{name}", doc, labels, registry=r, buckets=buckets)
 
-        self.tool_seconds = histogram(
-            "tool_latency_seconds", "MCP tool call latency.", ("tool", "status"), LATENCY_BUCKETS
-        )
-        self.stage_seconds = histogram(
-            "stage_latency_seconds",
-            "Pipeline stage latency, from traces.",
-            ("operation", "stage"),
-            LATENCY_BUCKETS,
-        )
-        self.channel_candidates = histogram(
-            "channel_candidates",
-            "Candidates one retrieval channel returned for one read.",
-            ("channel",),
-            COUNT_BUCKETS,
-        )
-        self.recall_depth = histogram(
-            "recall_depth",
-            "Distinct memories retrieval handed on after fusion, per read.",
-            ("operation",),
-            COUNT_BUCKETS,
-        )
+        latency, count = LATENCY_BUCKETS, COUNT_BUCKETS
+        self.tool_seconds = histogram("tool_latency_seconds", TOOL_DOC, ("tool", "status"), latency)
+        self.stage_seconds = histogram("stage_latency_seconds", STAGE_DOC, ("operation", "stage"), latency)
+        self.channel_candidates = histogram("channel_candidates", CHANNEL_DOC, ("channel",), count)
+        self.recall_depth = histogram("recall_depth", DEPTH_DOC, ("operation",), count)
         self.reads = counter("reads_total", "Pipeline reads (search, context, expand).", ("operation",))
         self.expanded = counter("expanded_reads_total", "Reads where graph expansion ran.")
         self.expansion_added = counter("expansion_added_total", "Memories added by graph expansion.")
         self.dedup_in = counter("dedup_candidates_total", "Items that entered dedup.")
         self.dedup_merged = counter("dedup_merged_total", "Items merged away as duplicates.")
         self.cache = counter("cache_requests_total", "Read cache look-ups by result.", ("result",))
-        self.errors = counter(
-            "errors_total", "Failed tool calls by error kind, degraded reads as kind 'degraded'.", ("kind",)
-        )
+        self.errors = counter("errors_total", ERRORS_DOC, ("kind",))
 
     def observe_call(self, tool: str, status: str, seconds: float) -> None:
         """One MCP tool call ended (``status`` is ``ok`` or the error's class name)."""
