@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -150,8 +151,8 @@ def test_metrics_need_a_token_move_with_calls_and_logs_carry_request_ids(tmp_pat
 
 def test_metrics_with_two_worker_processes_sum_every_worker(tmp_path: Path) -> None:
     with serving(tmp_path, ORCHESTRATOR_HTTP__WORKERS="2") as (base, process):
-        for number in range(12):
-            _call(base, "memory_search", {"query": f"question number {number}"})
+        with ThreadPoolExecutor(max_workers=6) as pool:  # concurrent, so both workers take calls
+            list(pool.map(lambda n: _call(base, "memory_search", {"query": f"question {n}"}), range(12)))
         scrapes = [_scrape(base) for _ in range(6)]  # answered by either worker
         children = subprocess.run(
             ["pgrep", "-P", str(process.pid)], capture_output=True, text=True, check=False

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import logging
@@ -137,6 +138,19 @@ def test_the_first_trace_of_a_request_takes_the_request_id() -> None:
     assert first.trace_id == request_id
     assert second.trace_id not in {request_id, outside.trace_id}
     assert outside.trace_id != request_id and outside.trace_id.startswith("tr-")
+
+
+@pytest.mark.anyio
+async def test_a_reserved_trace_id_is_handed_out_once_even_across_tasks() -> None:
+    at = datetime(2026, 5, 1, tzinfo=UTC)
+    with request_scope() as request_id:
+        in_task = await asyncio.create_task(_make_trace(at))
+        in_request = Trace("search", {}, created_at=at)
+    assert in_task.trace_id == request_id and in_request.trace_id != request_id
+
+
+async def _make_trace(at: datetime) -> Trace:
+    return Trace("search", {}, created_at=at)
 
 
 def test_log_lines_are_json_with_a_utc_timestamp_and_the_request_id() -> None:
