@@ -84,6 +84,31 @@ async def test_empty_window_falls_back_to_any_time_with_a_warning() -> None:
 
 
 @pytest.mark.anyio
+async def test_a_window_in_a_question_with_more_to_match_is_a_boost_not_a_filter() -> None:
+    rows = (
+        ("Went to a robotics convention with my colleagues last month", 2, "fact", ()),
+        ("Colleagues and I planned the robotics booth", 30, "fact", ()),
+        ("Bought groceries for the week", 25, "fact", ()),
+    )
+    orch = orchestrator(await store(rows))
+    # February (the month before NOW): the convention was told in March, after it happened
+    result = await orch.search(
+        SearchRequest("what robotics convention did I attend with colleagues in February?")
+    )
+    window = result.plan.time_window
+    assert window is not None and window.start == datetime(2026, 2, 1, tzinfo=UTC)
+    ids = [item.content for item in result.items]
+    assert ids[:2] == [rows[0][0], rows[1][0]]
+    assert result.items[1].signals["time"] == 1.0 and result.items[0].signals["time"] == 0.5
+    assert not any("time window" in warning for warning in result.warnings)
+    outside = await orch.search(
+        SearchRequest("what robotics convention did I attend with colleagues in 2019?")
+    )
+    assert outside.items
+    assert any("no memory in the time window" in warning for warning in outside.warnings)
+
+
+@pytest.mark.anyio
 async def test_entity_question_builds_a_profile_across_memories() -> None:
     orch = orchestrator(await store())
     result = await orch.context(ContextRequest("Tell me about Vendor X"))

@@ -81,7 +81,8 @@ async def run_pipeline(
         if warning:
             trace.warn(warning)
         ranked = _rank(list(pool.values()), plan, request, found, config, scorers, trace)
-        _note_outside_window(plan.time_window, ranked, trace)
+        if filtering_window(plan, request) is None:
+            _note_outside_window(plan.time_window, ranked, trace)
     with trace.timed("dedup"):
         window = max(3 * request.keep, 30)
         outcome = deduplicate(ranked[:window], config)

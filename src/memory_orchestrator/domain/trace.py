@@ -13,6 +13,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import datetime
 from typing import Any
 
@@ -28,6 +29,38 @@ def new_trace_id() -> str:
     return f"tr-{uuid.uuid4().hex[:16]}"
 
 
+class _Reserved:
+    """A trace id set aside for the first trace of a request; a holder, so that tasks started by the
+    request (which copy the context) share it and it is never handed out twice."""
+
+    __slots__ = ("trace_id",)
+
+    def __init__(self, trace_id: str) -> None:
+        self.trace_id: str | None = trace_id
+
+
+_reserved: ContextVar[_Reserved | None] = ContextVar("memory_orchestrator_trace_id", default=None)
+
+
+@contextmanager
+def reserved_trace_id(trace_id: str) -> Iterator[None]:
+    """Within this block, the first trace created takes ``trace_id`` (a request id that is also the
+    id of the request's trace); later traces get fresh ids."""
+    token = _reserved.set(_Reserved(trace_id))
+    try:
+        yield
+    finally:
+        _reserved.reset(token)
+
+
+def _claim_trace_id() -> str:
+    reserved = _reserved.get()
+    if reserved is not None and reserved.trace_id is not None:
+        trace_id, reserved.trace_id = reserved.trace_id, None
+        return trace_id
+    return new_trace_id()
+
+
 class Trace:
     """The record of one request (see the module docstring)."""
 
@@ -40,7 +73,7 @@ class Trace:
         verbosity: str = "basic",
         trace_id: str | None = None,
     ) -> None:
-        self.trace_id = trace_id or new_trace_id()
+        self.trace_id = trace_id or _claim_trace_id()
         self.operation = operation
         self.request = dict(request)
         self.created_at = created_at

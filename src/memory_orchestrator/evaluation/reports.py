@@ -1,8 +1,7 @@
 """Report files of an evaluation run: ``report.json`` (every number), ``report.md`` and PNG plots.
 
-Also the rich progress bar shown while a run loads and queries. Plots use matplotlib's Agg backend
-(no display needed); nothing random is drawn, so two runs over the same data give the same files
-apart from timings.
+Plots use matplotlib's Agg backend (no display needed); nothing random is drawn, so two runs over the
+same data give the same files apart from timings.
 """
 
 from __future__ import annotations
@@ -10,51 +9,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
-
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from typing import Any
 
 from memory_orchestrator.evaluation.runner import BASELINE, EvalRun
 from memory_orchestrator.evaluation.summary import summarise
 
 #: Per-query latencies are kept for the distribution plot only.
 LatencySamples = Mapping[str, Sequence[float]]
-
-
-class RichProgress:
-    """A rich progress bar on stderr implementing the runner's progress protocol."""
-
-    def __init__(self, *, console: Console | None = None, enabled: bool = True) -> None:
-        self._progress = Progress(
-            TextColumn("{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=console or Console(stderr=True),
-            disable=not enabled,
-            transient=False,
-        )
-        self._task: Any = None
-
-    def __enter__(self) -> Self:
-        self._progress.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self._progress.stop()
-
-    def stage(self, description: str, total: int) -> None:
-        """Start a new bar."""
-        self._task = self._progress.add_task(description, total=total)
-
-    def advance(self, steps: int = 1) -> None:
-        """Move the current bar."""
-        if self._task is not None:
-            self._progress.advance(self._task, steps)
 
 
 def write_json(summary: Mapping[str, Any], path: Path) -> Path:

@@ -6,6 +6,7 @@ when present, so the CLI works while they are being written.
 
 from __future__ import annotations
 
+import enum
 import importlib
 import sys
 from pathlib import Path
@@ -20,8 +21,19 @@ from memory_orchestrator import __version__
 from memory_orchestrator.entrypoints.cli import admin as cli_admin
 from memory_orchestrator.entrypoints.cli import demo as cli_demo
 from memory_orchestrator.entrypoints.cli import pipeline as cli_pipeline
+from memory_orchestrator.entrypoints.cli import stats as cli_stats
 from memory_orchestrator.entrypoints.cli import store as cli_store
 from memory_orchestrator.entrypoints.cli.state import CliState
+
+
+class LogLevel(enum.StrEnum):
+    """Levels of ``--log-level``."""
+
+    DEBUG = "debug"
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+
 
 app = typer.Typer(
     name="orchestrator",
@@ -53,13 +65,23 @@ def main_options(
     store: Annotated[
         str | None, typer.Option("--store", help="Store (namespace) inside the backend.")
     ] = None,
+    log_level: Annotated[
+        LogLevel | None,
+        typer.Option(
+            "--log-level",
+            help="Lowest level of the JSON log lines on stderr (default: [log] level; else info for "
+            "serve, warning for other commands).",
+        ),
+    ] = None,
     version: Annotated[
         bool,
         typer.Option("--version", is_eager=True, callback=_print_version, help="Print the version and exit."),
     ] = False,
 ) -> None:
     """Global options, given before the command."""
-    ctx.obj = CliState(config=config, backend=backend, store=store)
+    ctx.obj = CliState(
+        config=config, backend=backend, store=store, log_level=log_level.value if log_level else None
+    )
 
 
 def _mount_optional(module_name: str, attribute: str, command: str, *, group: bool) -> None:
@@ -79,6 +101,7 @@ cli_store.register(app)
 cli_pipeline.register(app)
 cli_admin.register(app)
 cli_demo.register(app)
+cli_stats.register(app)
 _mount_optional("cli.evaluate", "app", "eval", group=True)
 _mount_optional("cli.evaluate", "bench", "bench", group=False)
 _mount_optional("cli.serve", "serve", "serve", group=False)

@@ -21,6 +21,7 @@ import typer
 from rich.table import Table
 
 from memory_orchestrator.entrypoints.cli.output import SafeConsole
+from memory_orchestrator.entrypoints.cli.progress import TerminalProgress
 from memory_orchestrator.entrypoints.cli.state import guarded, print_json, run, settings_of, state_of
 from memory_orchestrator.entrypoints.config.bootstrap import build_plugins, build_scorers
 from memory_orchestrator.entrypoints.config.settings import Settings
@@ -260,7 +261,7 @@ async def _evaluate(
     limit: int | None,
 ) -> dict[str, Any]:
     require_eval_extra()
-    from memory_orchestrator.evaluation.reports import RichProgress, write_eval_report
+    from memory_orchestrator.evaluation.reports import write_eval_report
     from memory_orchestrator.evaluation.runner import EvalConfig, run_evaluation
 
     settings = settings_of(ctx)
@@ -276,7 +277,7 @@ async def _evaluate(
     )  # fmt: skip
     dataset = options.dataset
     label = dataset.stem if dataset.is_file() else dataset.name
-    with _workdir() as workdir, RichProgress(console=console, enabled=options.progress) as bar:
+    with _workdir() as workdir, TerminalProgress(console=console, enabled=options.progress) as bar:
         stores = select_stores(_load(dataset, options.corpus, workdir), options.stores)
         maker = backend_maker(settings, plugins, name, workdir)
         scorers = build_scorers(settings, plugins)
@@ -341,7 +342,6 @@ def bench(
         require_eval_extra()
         from memory_orchestrator.evaluation.bench import BenchConfig, run_bench
         from memory_orchestrator.evaluation.bench_report import write_bench_report
-        from memory_orchestrator.evaluation.reports import RichProgress
 
         settings = settings_of(ctx)
         target = out or settings.data_dir / "reports" / f"bench-{name}"
@@ -352,7 +352,7 @@ def bench(
             pipeline=settings.pipeline_config(), transport_size=transport_size,
             load_clients=clients, load_seconds=load_seconds, http_workers=http_workers,
         )  # fmt: skip
-        with _workdir() as workdir, RichProgress(console=console, enabled=progress) as bar:
+        with _workdir() as workdir, TerminalProgress(console=console, enabled=progress) as bar:
             document = await run_bench(config, backend_maker(settings, plugins, name, workdir), progress=bar)
         paths = write_bench_report(document, target)
         return {**document, "files": {key: str(path) for key, path in paths.items()}}

@@ -16,6 +16,7 @@ import typer
 from memory_orchestrator.domain.sessions import parse_since
 from memory_orchestrator.entrypoints.cli.output import printable
 from memory_orchestrator.entrypoints.config.settings import Settings, load_settings
+from memory_orchestrator.entrypoints.telemetry.log_lines import configure_logging
 from memory_orchestrator.ports import (
     AccessDenied,
     BackendError,
@@ -51,6 +52,7 @@ class CliState:
     config: Path | None = None
     backend: str | None = None
     store: str | None = None
+    log_level: str | None = None
 
 
 def state_of(ctx: typer.Context) -> CliState:
@@ -69,6 +71,10 @@ def settings_of(ctx: typer.Context) -> Settings:
         settings.backend.name = state.backend
     if state.store:
         apply_store(settings, state.store)
+    if state.log_level:
+        settings.log.level = state.log_level  # type: ignore[assignment]
+    # Warnings only unless asked: a command's own output is on stdout, its log lines on stderr.
+    configure_logging(settings.log.level or "warning")
     return settings
 
 

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from memory_orchestrator.domain.results import edge_to_dict, record_to_dict
 from memory_orchestrator.entrypoints.cli import output as out
+from memory_orchestrator.entrypoints.cli.progress import TerminalProgress
 from memory_orchestrator.entrypoints.cli.state import (
     CategoryOption,
     EntityOption,
@@ -27,7 +28,8 @@ from memory_orchestrator.entrypoints.cli.state import (
     settings_of,
 )
 from memory_orchestrator.entrypoints.config.bootstrap import open_backend
-from memory_orchestrator.evaluation.datasets import ingest, load_dataset
+from memory_orchestrator.entrypoints.config.settings import Settings
+from memory_orchestrator.evaluation.datasets import Dataset, ingest, load_dataset
 from memory_orchestrator.examples import example_path
 from memory_orchestrator.ports import (
     BackendError,
@@ -213,22 +215,16 @@ def import_dataset(
     example: Annotated[
         str | None, typer.Option("--example", help="A bundled example set by name (atlas) instead of PATH.")
     ] = None,
+    progress: Annotated[
+        bool, typer.Option(help="Show progress with rate and ETA on stderr (a bar on a terminal).")
+    ] = True,
     as_json: JsonOption = False,
 ) -> None:
     """Load an eval-format dataset; a folder of several stores goes into one store each (named after it)."""
     source = guarded(lambda: dataset_source(path, example))
 
     async def action() -> list[dict[str, Any]]:
-        settings = settings_of(ctx)
-        datasets = load_dataset(source, corpus=corpus)
-        reports = []
-        for dataset in datasets:
-            if len(datasets) > 1:
-                apply_store(settings, dataset.name)
-            async with open_backend(settings) as backend:
-                report = await ingest(backend, dataset)
-            reports.append(_import_summary(dataset.name, report))
-        return reports
+        return await _import_all(settings_of(ctx), load_dataset(source, corpus=corpus), source, progress)
 
     reports = run(action)
     if as_json:
@@ -241,6 +237,25 @@ def import_dataset(
     for report in reports:
         for warning in report["warnings"]:
             out.console.print(Text(f"warning ({report['store']}): {warning}"))
+
+
+async def _import_all(
+    settings: Settings, datasets: list[Dataset], source: Path, progress: bool
+) -> list[dict[str, Any]]:
+    """Write each dataset into its store, with progress on stderr; one summary per store."""
+    reports = []
+    with TerminalProgress(unit="memories", enabled=progress) as bar:
+        for dataset in datasets:
+            if len(datasets) > 1:
+                apply_store(settings, dataset.name)
+            # The store written is the configured one (--store, or the default) unless the dataset
+            # holds several stores.
+            store = settings.store_name()
+            bar.stage(f"importing {dataset.name or source.name} into store {store}", len(dataset.memories))
+            async with open_backend(settings) as backend:
+                report = await ingest(backend, dataset, on_progress=lambda _d, _t: bar.advance())
+            reports.append(_import_summary(store, report))
+    return reports
 
 
 def dataset_source(path: Path | None, example: str | None) -> Path:

@@ -14,7 +14,9 @@ from dataclasses import dataclass
 from memory_orchestrator.adapters.sqlite.trace_store import SqliteTraceStore
 from memory_orchestrator.domain.orchestrator import Orchestrator
 from memory_orchestrator.domain.read_cache import ReadCache
+from memory_orchestrator.domain.trace import InProcessTraceStore
 from memory_orchestrator.entrypoints.config.settings import Settings
+from memory_orchestrator.entrypoints.telemetry.observed_traces import ObservedTraceStore, TraceObserver
 from memory_orchestrator.plugins.manager import PluginManager, load_plugins
 from memory_orchestrator.ports import (
     BackendUnavailable,
@@ -126,6 +128,15 @@ def build_read_cache(settings: Settings) -> ReadCache | None:
     return ReadCache(section.reads_ttl_s, max_entries=section.reads_max_entries)
 
 
+def observed_traces(
+    settings: Settings, traces: TraceStore | None, store: str, observer: TraceObserver | None
+) -> TraceStore:
+    """The trace store the Orchestrator saves into: every trace names ``store`` and reaches
+    ``observer``; traces stay in process when none are stored."""
+    inner = traces if traces is not None else InProcessTraceStore(settings.traces.retention)
+    return ObservedTraceStore(inner, store, observer)
+
+
 @contextlib.asynccontextmanager
 async def open_backend(
     settings: Settings,
@@ -147,8 +158,12 @@ async def open_runtime(
     *,
     plugins: PluginManager | None = None,
     store: str | None = None,
+    observer: TraceObserver | None = None,
 ) -> AsyncIterator[Runtime]:
-    """Open backend and trace store, build the Orchestrator, close everything on exit."""
+    """Open backend and trace store, build the Orchestrator, close everything on exit.
+
+    Every saved trace names its store and is handed to ``observer`` (the server's metrics), if any.
+    """
     plugins = plugins or build_plugins(settings)
     scorers = build_scorers(settings, plugins)
     channels = build_channels(settings, plugins)
@@ -166,7 +181,8 @@ async def open_runtime(
         cache = build_read_cache(settings)
         if cache is not None:  # every write through this runtime clears the store's cached reads
             backend = NotifyingBackend(backend, cache.invalidate)
-        orchestrator = build_orchestrator(settings, backend, scorers, traces, channels, cache)
+        observed = observed_traces(settings, traces, store or settings.store_name(), observer)
+        orchestrator = build_orchestrator(settings, backend, scorers, observed, channels, cache)
         yield Runtime(
             backend=backend,
             orchestrator=orchestrator,

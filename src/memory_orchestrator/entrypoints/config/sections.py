@@ -197,6 +197,13 @@ class ServerSection(Section):
     write_timeout_s: float = Field(default=10.0, gt=0, le=600)
 
 
+class LogSection(Section):
+    """Log lines (JSON on stderr): the lowest level written."""
+
+    #: Unset: ``info`` for ``serve`` (one line per tool call), ``warning`` for every other command.
+    level: Literal["debug", "info", "warning", "error"] | None = None
+
+
 class FeaturesSection(Section):
     """Feature flags."""
 

@@ -42,6 +42,7 @@ from memory_orchestrator.entrypoints.config.sections import (
     ChannelsSection,
     FeaturesSection,
     HttpSection,
+    LogSection,
     MnemonSection,
     Neo4jSection,
     PluginsSection,
@@ -63,6 +64,7 @@ __all__ = [
     "ChannelsSection",
     "FeaturesSection",
     "HttpSection",
+    "LogSection",
     "MnemonSection",
     "Neo4jSection",
     "PipelineSection",
@@ -187,6 +189,7 @@ class Settings(BaseSettings):
     server: ServerSection = ServerSection()
     auth: AuthSection = AuthSection()
     features: FeaturesSection = FeaturesSection()
+    log: LogSection = LogSection()
     #: The file the settings were read from (None when there was none); set by :func:`load_settings`.
     config_file: Path | None = None
 
@@ -231,6 +234,11 @@ class Settings(BaseSettings):
         if name == "memory":
             return dict(self.backend.memory)
         return dict(self.backend.extra.get(name, {}))
+
+    def store_name(self) -> str:
+        """The store (namespace) the configured backend opens when none is named."""
+        store = self.backend_options().get("store")
+        return str(store) if store else self.default_store
 
     def trace_path(self) -> Path:
         """Where the trace store lives."""

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import os
 import signal
 import socket
 import sys
-from collections.abc import AsyncIterator, Callable
+import tempfile
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 
 from memory_orchestrator.adapters.sqlite import store_path as sqlite_store_path
@@ -27,6 +29,7 @@ from memory_orchestrator.entrypoints.mcp.server import (
     serve_stdio,
 )
 from memory_orchestrator.entrypoints.mcp.state import ServerOptions, StoreExists, StoreHandle, StoreOpener
+from memory_orchestrator.entrypoints.telemetry.observed_traces import TraceObserver
 from memory_orchestrator.ports import OrchestratorError
 
 
@@ -44,13 +47,14 @@ def token_registry(settings: Settings) -> TokenRegistry:
     return TokenRegistry(grants)
 
 
-def store_opener(settings: Settings) -> StoreOpener:
-    """Opens one runtime (backend + orchestrator) per store, sharing the loaded plugins."""
+def store_opener(settings: Settings, observer: TraceObserver | None = None) -> StoreOpener:
+    """Opens one runtime (backend + orchestrator) per store, sharing the loaded plugins; every saved
+    trace goes to ``observer`` (the metrics), if any."""
     plugins = build_plugins(settings)
 
     @asynccontextmanager
     async def open_store(store: str) -> AsyncIterator[StoreHandle]:
-        async with open_runtime(settings, plugins=plugins, store=store) as runtime:
+        async with open_runtime(settings, plugins=plugins, store=store, observer=observer) as runtime:
             yield runtime
 
     return open_store
@@ -86,15 +90,50 @@ def server_options(settings: Settings, *, default_store: str | None, http: bool)
 
 
 def run(settings: Settings, *, store: str | None, http: bool, host: str, port: int) -> None:
-    """Serve until interrupted (stdio, or streamable HTTP on ``host:port``)."""
-    configure_logging()
-    registry = token_registry(settings)
-    options = server_options(settings, default_store=store, http=http)
-    exists = store_exists(settings, options.default_store)
-    server = build_server(store_opener(settings), options, exists=exists)
+    """Serve until interrupted (stdio, or streamable HTTP on ``host:port`` with ``/metrics``)."""
+    configure_logging(settings.log.level or "info")
     if not http:
-        asyncio.run(serve_stdio(server))
+        options = server_options(settings, default_store=store, http=False)
+        exists = store_exists(settings, options.default_store)
+        asyncio.run(serve_stdio(build_server(store_opener(settings), options, exists=exists)))
         return
+    with metrics_directory(settings.http.workers) as directory:
+        serve_http_processes(settings, store=store, host=host, port=port, metrics_dir=directory)
+
+
+@contextlib.contextmanager
+def metrics_directory(workers: int) -> Iterator[str | None]:
+    """With several worker processes, a fresh directory where each records its metrics (the
+    Prometheus client's multiprocess mode, chosen when the library is first imported); removed at
+    exit. A ``PROMETHEUS_MULTIPROC_DIR`` set by the operator is used as it is."""
+    from memory_orchestrator.entrypoints.telemetry.metrics import MULTIPROCESS_ENV
+
+    if workers == 1 or os.environ.get(MULTIPROCESS_ENV):
+        yield os.environ.get(MULTIPROCESS_ENV) or None
+        return
+    with tempfile.TemporaryDirectory(prefix="orchestrator-metrics-") as directory:
+        os.environ[MULTIPROCESS_ENV] = directory
+        try:
+            yield directory
+        finally:
+            os.environ.pop(MULTIPROCESS_ENV, None)
+
+
+def serve_http_processes(
+    settings: Settings, *, store: str | None, host: str, port: int, metrics_dir: str | None
+) -> None:
+    """Serve streamable HTTP (one process, or ``[http] workers`` forked ones) with ``/metrics``."""
+    from memory_orchestrator.entrypoints.mcp.metrics_route import mount_metrics
+    from memory_orchestrator.entrypoints.telemetry.metrics import Metrics
+
+    metrics = Metrics(multiprocess_dir=metrics_dir)
+    registry = token_registry(settings)
+    options = dataclasses.replace(
+        server_options(settings, default_store=store, http=True), on_call=metrics.observe_call
+    )
+    exists = store_exists(settings, options.default_store)
+    server = build_server(store_opener(settings, metrics.observe_trace), options, exists=exists)
+    mount_metrics(server, metrics)
     limits = HttpLimits(**settings.http.model_dump(exclude={"workers"}))
     sys.stderr.write(start_line(settings, registry, host=host, port=port) + "\n")
     sys.stderr.flush()

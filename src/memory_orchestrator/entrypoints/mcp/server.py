@@ -14,7 +14,6 @@ import asyncio
 import json
 import logging
 import socket
-import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -55,6 +54,7 @@ from memory_orchestrator.entrypoints.mcp.state import (
 )
 from memory_orchestrator.entrypoints.mcp.text import result_text
 from memory_orchestrator.entrypoints.mcp.tools import ToolSpec, tool_specs
+from memory_orchestrator.entrypoints.telemetry.log_lines import in_request_scope
 from memory_orchestrator.ports import (
     AccessDenied,
     BackendError,
@@ -196,7 +196,7 @@ def _make_tool(spec: ToolSpec) -> Tool:
             _log_call(call, status, time.perf_counter() - started)
 
     return Tool(
-        fn=run,
+        fn=in_request_scope(run),  # the call's log lines carry its request id = its trace id
         name=spec.name,
         title=spec.title,
         description=spec.description,
@@ -237,18 +237,15 @@ def _log_call(call: ToolCall, status: str, seconds: float) -> None:
             continue
         line[key] = value
     LOG.info(json.dumps(line, sort_keys=True, default=str))
+    if call.state.options.on_call is not None:
+        call.state.options.on_call(call.tool, status, seconds)
 
 
-def configure_logging(level: int = logging.INFO) -> None:
+def configure_logging(level: str | int = logging.INFO) -> None:
     """Send the server's JSON log lines to stderr (never stdout: it carries the stdio protocol)."""
-    if any(getattr(handler, "_memory_orchestrator", False) for handler in LOG.handlers):
-        return
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter("%(message)s"))
-    handler._memory_orchestrator = True  # type: ignore[attr-defined]
-    LOG.addHandler(handler)
-    LOG.setLevel(level)
-    LOG.propagate = False
+    from memory_orchestrator.entrypoints.telemetry.log_lines import configure_logging as configure
+
+    configure(level, exclusive=True)
 
 
 def build_server(

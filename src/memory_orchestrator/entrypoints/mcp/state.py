@@ -57,6 +57,8 @@ class ServerOptions:
     #: A tool call that takes longer answers "unavailable" (reads / writes).
     read_timeout_s: float = 2.0
     write_timeout_s: float = 10.0
+    #: Told of every tool call as (tool, status: ``ok`` or the error's class name, seconds): metrics.
+    on_call: Callable[[str, str, float], None] | None = None
 
 
 #: Says whether a store already exists (reads of a missing one are refused instead of creating it).
