@@ -13,7 +13,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from memory_orchestrator.ports.text import tokenize
+from memory_orchestrator.ports.text import CONTEXT_WEIGHT, tokenize
 
 K1 = 1.2
 B = 0.75
@@ -59,20 +59,21 @@ def terms(text: str) -> list[str]:
 class LexicalIndex:
     """BM25 postings of a fixed set of documents (rebuilt, never updated in place)."""
 
-    postings: dict[str, list[tuple[str, int]]] = field(default_factory=dict)
+    postings: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
     lengths: dict[str, int] = field(default_factory=dict)
     average_length: float = 0.0
 
     @classmethod
-    def build(cls, documents: Iterable[tuple[str, str]]) -> LexicalIndex:
-        """Index ``(id, text)`` pairs."""
-        postings: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    def build(cls, documents: Iterable[tuple[str, str, str]]) -> LexicalIndex:
+        """Index ``(id, text, context)`` triples: the context's terms count ``CONTEXT_WEIGHT`` each
+        (context at index time, as adapters/sqlite/context.py explains)."""
+        postings: dict[str, list[tuple[str, float]]] = defaultdict(list)
         lengths: dict[str, int] = {}
-        for doc_id, text in documents:
-            counts = Counter(terms(text))
-            lengths[doc_id] = sum(counts.values())
-            for term, count in counts.items():
-                postings[term].append((doc_id, count))
+        for doc_id, text, context in documents:
+            own, around = Counter(terms(text)), Counter(terms(context))
+            lengths[doc_id] = sum(own.values()) + sum(around.values())
+            for term in own.keys() | around.keys():
+                postings[term].append((doc_id, own[term] + CONTEXT_WEIGHT * around[term]))
         average = sum(lengths.values()) / len(lengths) if lengths else 0.0
         return cls(dict(postings), lengths, average)
 

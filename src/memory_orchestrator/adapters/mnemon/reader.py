@@ -29,7 +29,7 @@ from memory_orchestrator.ports import (
     Neighbor,
     parse_timestamp,
 )
-from memory_orchestrator.ports.text import content_hash
+from memory_orchestrator.ports.text import CONTEXT_WINDOW, content_hash
 
 BACKEND = "mnemon"
 
@@ -225,10 +225,7 @@ class StoreReader:
                 snap.entity_uses[name] += 1
             for entity in record.entities:
                 snap.spellings.setdefault(entity.casefold(), entity)
-        snap.index = LexicalIndex.build(
-            (record.id, " ".join((record.content, *record.tags, *record.entities)))
-            for record in snap.records.values()
-        )
+        snap.index = LexicalIndex.build(_documents(list(snap.records.values())))
         return snap
 
     # -- graph ------------------------------------------------------------------------------------
@@ -394,3 +391,20 @@ def _supersessions(
         for target in reader.superseded_targets(source)
         if target.startswith(prefix)
     ]
+
+
+def _documents(records: list[MemoryRecord]) -> Iterable[tuple[str, str, str]]:
+    """``(id, text, context)`` per memory; the context is the memory just before it in time when
+    another source wrote it within ``CONTEXT_WINDOW`` (the message a reply answers)."""
+    records.sort(key=lambda record: (record.created_at, record.id))
+    previous: MemoryRecord | None = None
+    for record in records:
+        context = ""
+        if (
+            previous is not None
+            and previous.source != record.source
+            and record.created_at - previous.created_at <= CONTEXT_WINDOW
+        ):
+            context = previous.content
+        yield record.id, " ".join((record.content, *record.tags, *record.entities)), context
+        previous = record
