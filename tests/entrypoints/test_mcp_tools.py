@@ -223,6 +223,27 @@ async def test_expand_follows_links_from_ids_and_from_entity_names() -> None:
 
 
 @pytest.mark.anyio
+async def test_entity_filters_and_seeds_match_a_first_word_or_say_what_is_close() -> None:
+    async with connected() as (client, stores):
+        about = await remember(client, stores, "Stratus Hosting raised prices", entities=["Stratus Hosting"])
+        await remember(client, stores, "Nimbus Cloud lowered prices", entities=["Nimbus Cloud"])
+        found = await ok(client, "memory_search", {"query": "prices", "filters": {"entities": ["Stratus"]}})
+        nothing = await ok(client, "memory_search", {"query": "prices", "filters": {"entities": ["Strat"]}})
+        lower = {"query": "prices", "filters": {"entity_ids": ["stratus"]}}
+        block = await ok(client, "memory_context", lower)
+        walked = await ok(client, "memory_expand", {"seeds": ["stratus"]})
+        unknown = await refused(client, "memory_expand", {"seeds": ["Strat"]})
+    assert [item["memory_id"] for item in found["items"]] == [about] and found["warnings"] == []
+    assert nothing["items"] == []
+    assert nothing["warnings"] == [
+        'filters.entities: "Strat" matches no known entity; closest known: Stratus Hosting'
+    ]
+    assert [item["memory_id"] for item in block["items"]] == [about]
+    assert walked["seeds"] == [about]
+    assert "closest known: Stratus Hosting" in unknown
+
+
+@pytest.mark.anyio
 async def test_explain_returns_the_stored_trace_or_a_fresh_one() -> None:
     async with connected() as (client, stores):
         await remember(client, stores, "Traces are kept for a thousand requests")
