@@ -87,6 +87,7 @@ async def test_every_tool_is_listed_with_a_strict_input_and_an_output_schema() -
         "memory_write",
         "memory_explain",
         "memory_health",
+        "memory_stores",
         "memory_get",
         "memory_link",
         "memory_forget",
@@ -439,7 +440,7 @@ async def test_session_tools_can_be_switched_off() -> None:
     server = build_server(stores.open, ServerOptions(session_tools=False))
     async with Client(server) as client:
         names = {tool.name for tool in (await client.list_tools()).tools}
-    assert len(names) == 9
+    assert len(names) == 10  # the nine core tools and memory_stores
     assert not names & {"memory_changes", "memory_why", "memory_session_summary"}
 
 

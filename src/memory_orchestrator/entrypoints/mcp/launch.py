@@ -27,6 +27,7 @@ from memory_orchestrator.entrypoints.mcp.server import (
     serve_stdio,
 )
 from memory_orchestrator.entrypoints.mcp.state import ServerOptions, StoreExists, StoreHandle, StoreOpener
+from memory_orchestrator.entrypoints.mcp.store_listing import store_listing
 from memory_orchestrator.ports import OrchestratorError
 
 
@@ -91,7 +92,7 @@ def run(settings: Settings, *, store: str | None, http: bool, host: str, port: i
     registry = token_registry(settings)
     options = server_options(settings, default_store=store, http=http)
     exists = store_exists(settings, options.default_store)
-    server = build_server(store_opener(settings), options, exists=exists)
+    server = build_server(store_opener(settings), options, exists=exists, listing=store_listing(settings))
     if not http:
         asyncio.run(serve_stdio(server))
         return
