@@ -84,9 +84,11 @@ async def test_scripted_stdio_session_over_sqlite(tmp_path: Path) -> None:
             expanded = await ok(client, "memory_expand", {"seeds": [decision["id"]]})
             explained = await ok(client, "memory_explain", {"trace_id": found["trace_id"]})
             health = await ok(client, "memory_health", {"probe": True})
+            listed = await ok(client, "memory_stores", {})
         errlog.seek(0)
         log_lines = [json.loads(line) for line in errlog if line.startswith("{")]
-    assert len(tools.tools) == 12
+    assert len(tools.tools) == 13
+    assert [(row["store"], row["memory_count"]) for row in listed["stores"]] == [("default", 2)]
     assert decision["action"] == "added"
     assert found["items"][0]["memory_id"] == decision["id"]
     assert packed["chars"] <= 300 and decision["id"] in packed["context_block"]
