@@ -205,3 +205,18 @@ def test_import_takes_the_bundled_example_by_name(tmp_path: Path) -> None:
     unknown = runner.invoke(app, ["import", "--example", "zeppelin"])
     assert unknown.exit_code == 2
     assert "unknown example set 'zeppelin'" in unknown.stderr
+
+
+def test_entity_filters_and_seeds_take_a_first_word_and_warn_about_unknown_names(
+    atlas: dict[str, str],
+) -> None:
+    found = invoke_json("search", "--query", "pricing", "--entity", "stratus", "--now", NOW)
+    assert found["items"] and all("Stratus Hosting" in item["entities"] for item in found["items"])
+    assert not [warning for warning in found["warnings"] if "no known entity" in warning]
+    nothing = invoke_json("search", "--query", "pricing", "--entity", "Strat", "--now", NOW)
+    assert nothing["items"] == []
+    assert any("closest known: Stratus Hosting" in warning for warning in nothing["warnings"])
+    walked = invoke_json("expand", "--seed-entity", "Stratus", "--hops", "1", "--now", NOW)
+    assert walked["seeds"]
+    refused = runner.invoke(app, ["expand", "--seed-entity", "Strat", "--now", NOW])
+    assert refused.exit_code != 0 and "closest known: Stratus Hosting" in refused.output

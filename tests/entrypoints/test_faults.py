@@ -51,6 +51,7 @@ def calls(first: str, second: str) -> list[tuple[str, dict[str, Any], bool]]:
         ("memory_expand", {"seeds": [first]}, True),
         ("memory_explain", {"query": "Kafka"}, True),
         ("memory_health", {}, True),
+        ("memory_stores", {}, True),
         ("memory_get", {"ids": [first]}, True),
         ("memory_changes", {"since": "1 day"}, True),
         ("memory_why", {"question": "why is Kafka lagging?"}, True),

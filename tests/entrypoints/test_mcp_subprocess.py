@@ -84,9 +84,11 @@ async def test_scripted_stdio_session_over_sqlite(tmp_path: Path) -> None:
             expanded = await ok(client, "memory_expand", {"seeds": [decision["id"]]})
             explained = await ok(client, "memory_explain", {"trace_id": found["trace_id"]})
             health = await ok(client, "memory_health", {"probe": True})
+            listed = await ok(client, "memory_stores", {})
         errlog.seek(0)
         log_lines = [json.loads(line) for line in errlog if line.startswith("{")]
-    assert len(tools.tools) == 12
+    assert len(tools.tools) == 13
+    assert [(row["store"], row["memory_count"]) for row in listed["stores"]] == [("default", 2)]
     assert decision["action"] == "added"
     assert found["items"][0]["memory_id"] == decision["id"]
     assert packed["chars"] <= 300 and decision["id"] in packed["context_block"]
@@ -163,7 +165,8 @@ def http_server() -> Iterator[str]:
             f'name = "writer", sha256 = "{hash_token("w-secret")}", stores = ["default", "ops"], write = true'
         )
         reader = f'name = "reader", sha256 = "{hash_token("r-secret")}", stores = ["default"], write = false'
-        config.write_text(f"[auth]\ntokens = [{{ {writer} }}, {{ {reader} }}]\n")
+        nobody = f'name = "nobody", sha256 = "{hash_token("n-secret")}", stores = []'
+        config.write_text(f"[auth]\ntokens = [{{ {writer} }}, {{ {reader} }}, {{ {nobody} }}]\n")
         port = _free_port()
         process = subprocess.Popen(
             [ORCHESTRATOR, "serve", "--http", "--host", "127.0.0.1", "--port", str(port)],
@@ -274,6 +277,29 @@ async def test_http_reader_cannot_write_nor_read_other_stores(http_server: str) 
     # Reading its own store is an answer (possibly empty), never "not authorised".
     assert not allowed.is_error
     assert allowed.structured_content is not None and allowed.structured_content["store"] == "default"
+
+
+@pytest.mark.anyio
+async def test_http_memory_stores_lists_each_token_s_stores_and_nothing_without_a_grant(
+    http_server: str,
+) -> None:
+    async with http_session(http_server, "w-secret") as client:
+        await ok(client, "memory_write", {"content": "Stores listing note", "store": "ops"})
+        writer = await ok(client, "memory_stores", {})
+    async with http_session(http_server, "r-secret") as client:
+        reader = await ok(client, "memory_stores", {})
+    async with http_session(http_server, "n-secret") as client:
+        nobody = await ok(client, "memory_stores", {})
+        refused_read = await refused(client, "memory_search", {"query": "note"})
+    async with http_session(http_server, None) as client:
+        with pytest.raises(MCPError):  # no token: 401 before any tool runs
+            await client.call_tool("memory_stores", {})
+    by_store = {row["store"]: row for row in writer["stores"]}
+    assert set(by_store) == {"default", "ops"} and by_store["ops"]["write"] is True
+    assert by_store["ops"]["memory_count"] >= 1
+    assert [(row["store"], row["write"]) for row in reader["stores"]] == [("default", False)]
+    assert nobody["stores"] == [] and "not authorised" in nobody["note"]
+    assert "no access to store 'default'" in refused_read
 
 
 @pytest.mark.anyio

@@ -87,6 +87,7 @@ async def test_every_tool_is_listed_with_a_strict_input_and_an_output_schema() -
         "memory_write",
         "memory_explain",
         "memory_health",
+        "memory_stores",
         "memory_get",
         "memory_link",
         "memory_forget",
@@ -220,6 +221,27 @@ async def test_expand_follows_links_from_ids_and_from_entity_names() -> None:
     assert by_id["items"][0]["path"][0]["edge_type"] == "causal"
     assert by_name["seed_entities"] == ["Scheduler"]
     assert effect in [item["memory_id"] for item in by_name["items"]]
+
+
+@pytest.mark.anyio
+async def test_entity_filters_and_seeds_match_a_first_word_or_say_what_is_close() -> None:
+    async with connected() as (client, stores):
+        about = await remember(client, stores, "Stratus Hosting raised prices", entities=["Stratus Hosting"])
+        await remember(client, stores, "Nimbus Cloud lowered prices", entities=["Nimbus Cloud"])
+        found = await ok(client, "memory_search", {"query": "prices", "filters": {"entities": ["Stratus"]}})
+        nothing = await ok(client, "memory_search", {"query": "prices", "filters": {"entities": ["Strat"]}})
+        lower = {"query": "prices", "filters": {"entity_ids": ["stratus"]}}
+        block = await ok(client, "memory_context", lower)
+        walked = await ok(client, "memory_expand", {"seeds": ["stratus"]})
+        unknown = await refused(client, "memory_expand", {"seeds": ["Strat"]})
+    assert [item["memory_id"] for item in found["items"]] == [about] and found["warnings"] == []
+    assert nothing["items"] == []
+    assert nothing["warnings"] == [
+        'filters.entities: "Strat" matches no known entity; closest known: Stratus Hosting'
+    ]
+    assert [item["memory_id"] for item in block["items"]] == [about]
+    assert walked["seeds"] == [about]
+    assert "closest known: Stratus Hosting" in unknown
 
 
 @pytest.mark.anyio
@@ -418,7 +440,7 @@ async def test_session_tools_can_be_switched_off() -> None:
     server = build_server(stores.open, ServerOptions(session_tools=False))
     async with Client(server) as client:
         names = {tool.name for tool in (await client.list_tools()).tools}
-    assert len(names) == 9
+    assert len(names) == 10  # the nine core tools and memory_stores
     assert not names & {"memory_changes", "memory_why", "memory_session_summary"}
 
 

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 from memory_orchestrator.domain.config import PipelineConfig
 from memory_orchestrator.domain.deadlines import within
+from memory_orchestrator.domain.entity_names import KnownEntities
 from memory_orchestrator.domain.graph_walks import run_expand
 from memory_orchestrator.domain.packaging import pack, summarise
 from memory_orchestrator.domain.pipeline import PipelineInput, PipelineRun, run_pipeline
@@ -93,8 +94,10 @@ class Orchestrator:
         #: The newest trace documents as saved, so reading a trace just written (the MCP layer does,
         #: for its log) costs no round trip to the trace store.
         self._recent_traces: OrderedDict[str, dict[str, Any]] = OrderedDict()
-        self._entities: list[str] | None = None
-        self._entities_at = 0.0
+        #: The store's entity names, for the planner and for resolving requested names.
+        self._entities = KnownEntities(
+            backend, ttl_s=config.known_entities_ttl_s, timeout_s=config.stage_timeout_s
+        )
 
     async def search(self, request: SearchRequest) -> SearchResult:
         """Ranked, explained memories for ``request.query`` (from the read cache when fresh)."""
@@ -152,7 +155,12 @@ class Orchestrator:
     async def _expand(self, request: ExpandRequest, cache_state: str | None) -> ExpandResult:
         trace = self._trace("expand", _expand_document(request), cache_state)
         now = self._now(request.now)
-        seeds, items = await run_expand(self.backend, request, now=now, config=self.config, trace=trace)
+        entities = await self._resolved(request.seed_entities, "seed_entities", trace)
+        request = dataclasses.replace(request, seed_entities=entities)
+        try:
+            seeds, items = await run_expand(self.backend, request, now=now, config=self.config, trace=trace)
+        except NotFound as exc:  # nothing to walk from: say which names were not known, and what is
+            raise NotFound("; ".join([str(exc), *trace.warnings])) from None
         trace.result_ids = [item.memory_id for item in items]
         warnings = await self._save(trace)
         return ExpandResult(seeds=seeds, items=tuple(items), trace_id=trace.trace_id, warnings=warnings)
@@ -169,7 +177,7 @@ class Orchestrator:
         finally:
             if self.cache is not None:  # even a failed write may have changed the store
                 self.cache.invalidate()
-        self._entities = None  # the write may have introduced names the planner should know
+        self._entities.invalidate()  # the write may have introduced names the planner should know
         warnings = await self._save(trace)
         return WriteOutcome(
             id=outcome.id,
@@ -282,6 +290,11 @@ class Orchestrator:
     async def _read(self, request: SearchRequest, keep: int, trace: Trace) -> PipelineRun:
         now = self._now(request.now)
         trace.record("request", now=now.isoformat())
+        if request.filters.entities:
+            entities = await self._resolved(request.filters.entities, "filters.entities", trace)
+            request = dataclasses.replace(
+                request, filters=dataclasses.replace(request.filters, entities=entities)
+            )
         if self.config.passthrough:
             return await self._passthrough(request, keep, now, trace)
         known = await self._known_entities(trace)
@@ -350,18 +363,10 @@ class Orchestrator:
         return PipelineRun(plan, items, list(trace.warnings))
 
     async def _known_entities(self, trace: Trace) -> list[str]:
-        if not self.backend.capabilities.known_entities:
-            return []
-        ttl = self.config.known_entities_ttl_s
-        if self._entities is not None and time.monotonic() - self._entities_at < ttl:
-            return self._entities
-        try:
-            names = await within(self.backend.known_entities(limit=1000), self.config.stage_timeout_s)
-        except Exception as exc:  # planning works without them, just less well
-            trace.warn(f"known entities unavailable ({type(exc).__name__}); planning without them")
-            return self._entities or []
-        self._entities, self._entities_at = list(names), time.monotonic()
-        return self._entities
+        return await self._entities.names(trace) or []
+
+    async def _resolved(self, names: tuple[str, ...], field: str, trace: Trace) -> tuple[str, ...]:
+        return await self._entities.resolve(names, field, trace)
 
     def _trace(self, operation: str, request: Mapping[str, Any], cache_state: str | None = None) -> Trace:
         trace = Trace(

@@ -35,6 +35,7 @@ __all__ = [
     "BinaryInfo",
     "MnemonBackend",
     "create_backend",
+    "existing_stores",
     "locate",
     "probe",
 ]
@@ -46,6 +47,18 @@ _STORE_NAME = re.compile(r"^[a-zA-Z0-9][a-zA-Z0-9_-]*$")
 def _data_dir(options: Mapping[str, Any]) -> Path:
     configured = options.get("data_dir") or os.environ.get("MNEMON_DATA_DIR") or Path.home() / ".mnemon"
     return Path(configured).expanduser().resolve()
+
+
+def existing_stores(options: Mapping[str, Any]) -> list[str]:
+    """Names of the stores with a database under Mnemon's data folder (``<data_dir>/data/<store>``)."""
+    folder = _data_dir(options) / "data"
+    if not folder.is_dir():
+        return []
+    return sorted(
+        entry.name
+        for entry in folder.iterdir()
+        if _STORE_NAME.match(entry.name) and (entry / "mnemon.db").is_file()
+    )
 
 
 def create_backend(options: Mapping[str, Any]) -> MnemonBackend:

@@ -10,7 +10,7 @@ from typing import Any
 from memory_orchestrator.adapters.sqlite.backend import SqliteBackend
 from memory_orchestrator.ports import InvalidRequest
 
-__all__ = ["SqliteBackend", "create_backend", "default_data_dir", "store_path"]
+__all__ = ["SqliteBackend", "create_backend", "default_data_dir", "existing_stores", "store_path"]
 
 DEFAULT_STORE = "default"
 
@@ -37,6 +37,33 @@ def store_path(path: str | os.PathLike[str] | None, store: str) -> Path:
     if store == DEFAULT_STORE:
         return target
     return target.with_name(f"{target.stem}.{store}{target.suffix or '.db'}")
+
+
+def existing_stores(path: str | os.PathLike[str] | None) -> list[str]:
+    """Names of the stores whose database file exists under ``path`` (the inverse of ``store_path``)."""
+    if path is None or str(path) == "":
+        folder, default_file = default_data_dir(), None
+    else:
+        target = Path(path).expanduser()
+        is_folder = target.is_dir() or str(path).endswith(("/", os.sep))
+        folder, default_file = (target, None) if is_folder else (target.parent, target)
+    if default_file is None:
+        candidates = {file.stem: file for file in folder.glob("*.db")}
+    else:
+        suffix = default_file.suffix or ".db"
+        prefix = f"{default_file.stem}."
+        candidates = {
+            file.name[len(prefix) : -len(suffix)]: file for file in folder.glob(f"{prefix}*{suffix}")
+        }
+        candidates[DEFAULT_STORE] = default_file
+    names = []
+    for name, file in candidates.items():
+        try:  # only a name that maps back to this very file is a store (not "x.y" or a stray file)
+            if file.is_file() and store_path(path, name) == file:
+                names.append(name)
+        except InvalidRequest:
+            continue
+    return sorted(names)
 
 
 def create_backend(options: Mapping[str, Any]) -> SqliteBackend:

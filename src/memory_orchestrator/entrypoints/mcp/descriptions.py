@@ -33,6 +33,10 @@ DESCRIPTIONS: dict[str, str] = {
         "Is memory working: backend, store, indexes; probe=true makes a real write/read/forget round "
         "trip. Each check is ok, degraded or error. Needs no token."
     ),
+    "memory_stores": (
+        "The stores you may read or write, with memory counts. An empty list means not authorised, "
+        "not an empty store."
+    ),
     "memory_get": "Full memories by id (at most 100); unknown or forgotten ids are listed under missing.",
     "memory_link": (
         "Create a typed edge between two memories: causal (source led to target), temporal, entity, "

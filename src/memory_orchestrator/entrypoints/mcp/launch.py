@@ -29,6 +29,7 @@ from memory_orchestrator.entrypoints.mcp.server import (
     serve_stdio,
 )
 from memory_orchestrator.entrypoints.mcp.state import ServerOptions, StoreExists, StoreHandle, StoreOpener
+from memory_orchestrator.entrypoints.mcp.store_listing import store_listing
 from memory_orchestrator.entrypoints.telemetry.observed_traces import TraceObserver
 from memory_orchestrator.ports import OrchestratorError
 
@@ -95,7 +96,8 @@ def run(settings: Settings, *, store: str | None, http: bool, host: str, port: i
     if not http:
         options = server_options(settings, default_store=store, http=False)
         exists = store_exists(settings, options.default_store)
-        asyncio.run(serve_stdio(build_server(store_opener(settings), options, exists=exists)))
+        server = build_server(store_opener(settings), options, exists=exists, listing=store_listing(settings))
+        asyncio.run(serve_stdio(server))
         return
     with metrics_directory(settings.http.workers) as directory:
         serve_http_processes(settings, store=store, host=host, port=port, metrics_dir=directory)
@@ -132,7 +134,9 @@ def serve_http_processes(
         server_options(settings, default_store=store, http=True), on_call=metrics.observe_call
     )
     exists = store_exists(settings, options.default_store)
-    server = build_server(store_opener(settings, metrics.observe_trace), options, exists=exists)
+    server = build_server(
+        store_opener(settings, metrics.observe_trace), options, exists=exists, listing=store_listing(settings)
+    )
     mount_metrics(server, metrics)
     limits = HttpLimits(**settings.http.model_dump(exclude={"workers"}))
     sys.stderr.write(start_line(settings, registry, host=host, port=port) + "\n")

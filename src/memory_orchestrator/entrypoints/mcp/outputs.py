@@ -161,6 +161,25 @@ class HealthOutput(Output):
     checks: list[CheckOutput]
 
 
+class StoreAccessOutput(Output):
+    """One store a caller may use: its rights there, and its memory count when it could be read."""
+
+    store: str
+    read: bool
+    write: bool
+    exists: bool
+    memory_count: int | None = None
+
+
+class StoresOutput(Output):
+    """Result of ``memory_stores``: an empty ``stores`` means not authorised (``note`` says so)."""
+
+    caller: str
+    stores: list[StoreAccessOutput]
+    note: str = ""
+    warnings: list[str] = Field(default_factory=list)
+
+
 class MemoryOutput(Output):
     """A full stored memory."""
 

@@ -332,6 +332,10 @@ class HealthInput(StrictInput):
     store: StoreName | None = None
 
 
+class StoresInput(StrictInput):
+    """Arguments of ``memory_stores``: none (the caller's token decides)."""
+
+
 class GetInput(StrictInput):
     """Arguments of ``memory_get``."""
 

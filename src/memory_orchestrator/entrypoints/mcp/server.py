@@ -15,7 +15,7 @@ import json
 import logging
 import socket
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, cast
 
@@ -174,7 +174,7 @@ def _make_tool(spec: ToolSpec) -> Tool:
             except ValueError as exc:
                 raise InvalidRequest(str(exc).removeprefix("invalid arguments: ")) from None
             call.store = _choose_store(getattr(payload, "store", None), call.caller, state.options)
-            if not (spec.anonymous and call.caller.anonymous):
+            if spec.per_store and not (spec.anonymous and call.caller.anonymous):
                 call.caller.check(spec.name, call.store)
             limit = state.options.read_timeout_s if spec.read_only else state.options.write_timeout_s
             try:
@@ -255,11 +255,13 @@ def build_server(
     clock: Clock | None = None,
     exists: StoreExists | None = None,
     max_open_stores: int = 32,
+    listing: Callable[[], list[str]] | None = None,
 ) -> MCPServer[Any]:
     """The MCP server over the stores ``opener`` opens; nothing is opened before the lifespan starts.
 
     ``exists`` tells whether a store exists, so that reads of a missing one are refused (only writes
-    create stores); ``max_open_stores`` bounds the stores open at once (least recently used closed).
+    create stores); ``max_open_stores`` bounds the stores open at once (least recently used closed);
+    ``listing`` names the stores that exist (``memory_stores``).
     """
     the_clock = clock or SystemClock()
 
@@ -267,7 +269,7 @@ def build_server(
     async def lifespan(_server: MCPServer[Any]) -> AsyncIterator[ServerState]:
         pool = StorePool(opener, exists=exists, max_open=max_open_stores)
         try:
-            yield ServerState(pool, options, the_clock)
+            yield ServerState(pool, options, the_clock, listing=listing)
         finally:
             await pool.aclose()
 

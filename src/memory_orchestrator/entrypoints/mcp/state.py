@@ -83,6 +83,10 @@ class StorePool:
         self._users: dict[str, int] = {}
         self._lock = anyio.Lock()
 
+    def exists(self, store: str) -> bool:
+        """Whether ``store`` exists (always true when existence cannot be told without opening it)."""
+        return store in self._open or self._exists is None or self._exists(store)
+
     @property
     def open_stores(self) -> list[str]:
         """Names of the opened stores, least recently used first."""
@@ -133,6 +137,8 @@ class ServerState:
     clock: Clock
     #: trace_id -> store, so a trace is only shown to callers who may read its store.
     trace_origins: OrderedDict[str, str] = field(default_factory=OrderedDict)
+    #: Names of the stores that exist (``memory_stores``); ``None``: only open and default stores known.
+    listing: Callable[[], list[str]] | None = None
 
     def remember_trace(self, trace_id: str, store: str) -> None:
         """Record which store a trace belongs to (bounded, oldest forgotten first)."""

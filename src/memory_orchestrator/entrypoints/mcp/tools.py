@@ -21,6 +21,7 @@ from memory_orchestrator.entrypoints.mcp import outputs as o
 from memory_orchestrator.entrypoints.mcp import schemas as s
 from memory_orchestrator.entrypoints.mcp.auth import ALL_STORES
 from memory_orchestrator.entrypoints.mcp.state import ToolCall, public_warning
+from memory_orchestrator.entrypoints.mcp.store_listing import stores
 from memory_orchestrator.ports import (
     AccessDenied,
     BackendUnavailable,
@@ -51,6 +52,8 @@ class ToolSpec:
     #: Calling it again with the same arguments changes nothing more (reads; a write that dedups; a
     #: link that replaces the same edge; a forget of a forgotten memory).
     idempotent: bool = True
+    #: Acts on one store the caller must have rights on (``memory_stores`` lists them instead).
+    per_store: bool = True
 
 
 async def search(inp: s.SearchInput, call: ToolCall) -> o.SearchOutput:
@@ -260,6 +263,7 @@ def tool_specs(*, include_session_tools: bool = True) -> list[ToolSpec]:
         ("memory_write", "Remember", s.WriteInput, o.WriteOutput, write, _WRITES),
         ("memory_explain", "Explain a result", s.ExplainInput, o.ExplainOutput, explain, {}),
         ("memory_health", "Health", s.HealthInput, o.HealthOutput, health, {"anonymous": True}),
+        ("memory_stores", "My stores", s.StoresInput, o.StoresOutput, stores, {"per_store": False}),
         ("memory_get", "Get memories", s.GetInput, o.GetOutput, get, {}),
         ("memory_link", "Link memories", s.LinkInput, o.LinkOutput, link, _WRITES),
         (
