@@ -10,6 +10,8 @@ import pytest
 from memory_orchestrator.adapters.memory import InMemoryBackend
 from memory_orchestrator.domain.config import PipelineConfig
 from memory_orchestrator.domain.orchestrator import Orchestrator
+from memory_orchestrator.domain.pipeline import PipelineInput, filtering_window
+from memory_orchestrator.domain.planner import plan
 from memory_orchestrator.domain.requests import (
     Budget,
     ContextRequest,
@@ -293,3 +295,14 @@ async def test_an_as_of_question_sees_the_answer_before_a_later_supersession() -
     after = await orchestrator(backend).search(SearchRequest("when do Atlas releases go out"))
     assert after.items[0].memory_id == new.id
     assert next(item for item in after.items if item.memory_id == old.id).superseded
+
+
+def test_time_phrases_do_not_count_as_words_that_make_a_window_soft() -> None:
+    def window_filters(query: str) -> bool:
+        planned = plan(query, now=NOW)
+        assert planned.time_window is not None
+        return filtering_window(planned, PipelineInput(query, NOW, keep=10)) is not None
+
+    assert window_filters("what changed in the last two weeks?")
+    assert window_filters("Atlas decisions last week")
+    assert not window_filters("what robotics convention did I attend with colleagues in February?")

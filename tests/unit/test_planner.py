@@ -61,6 +61,11 @@ def test_intent_and_the_cue_that_decided_it(query: str, intent: Intent, cue: str
         ("before 2026-03-01", NOW, (None, day(2026, 3, 1))),
         ("after March 3", NOW, (day(2026, 3, 4), None)),
         ("since 2026-02-01 and before March 10", NOW, (day(2026, 2, 1), day(2026, 3, 10))),
+        # Spans: a week by a day in it (Monday to Monday), and ranges to the last day's end.
+        ("what happened in the week of March 4?", NOW, (day(2026, 3, 2), day(2026, 3, 9))),
+        ("between February 16 and February 20", NOW, (day(2026, 2, 16), day(2026, 2, 21))),
+        ("from March 3 to 7", NOW, (day(2026, 3, 3), day(2026, 3, 8))),
+        ("between 2024 and 2025", NOW, (day(2024, 1, 1), day(2026, 1, 1))),
         # Year boundaries: the most recent past occurrence, calendar units crossing into last year.
         ("last week", NEW_YEAR, (day(2025, 12, 22), day(2025, 12, 29))),
         ("last month", NEW_YEAR, (day(2025, 12, 1), day(2026, 1, 1))),
@@ -86,7 +91,14 @@ def test_last_n_days_is_open_ended_from_now_minus_n() -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["the 2025 budget review", "What may happen to Atlas", "Vendor X delays", "March Hare"]
+    "text",
+    [
+        "the 2025 budget review",
+        "What may happen to Atlas",
+        "Vendor X delays",
+        "March Hare",
+        "from the bank to the river",
+    ],
 )
 def test_no_window_without_a_time_expression(text: str) -> None:
     assert infer_time_window(text, NOW).window is None

@@ -198,3 +198,18 @@ async def test_a_superseded_best_hit_does_not_keep_the_current_one_from_seeding(
         config=CONFIG,
     )
     assert [item.memory_id for item in outcome.added] == ["mem-000003"]
+
+
+@pytest.mark.anyio
+async def test_a_direct_hit_reached_over_an_edge_is_walked_on_from() -> None:
+    # 1 (the decision) <- 2 (a weak keyword hit too) <- 3 (its cause, no word in common)
+    backend = await graph(3, [(2, 1, EdgeType.CAUSAL, 1.0), (3, 2, EdgeType.CAUSAL, 1.0)])
+    start, weak = seed(backend, 1), seed(backend, 2, relevance=0.2)
+    pool = {start.memory_id: start, weak.memory_id: weak}
+    weights = relative_edge_weights(DEFAULT_EDGE_WEIGHTS, Intent.WHY, ALLOWED)
+    await expand(
+        backend, [start, weak], pool, weights=weights, hops=2, filters=Filters(), now=NOW, config=CONFIG
+    )
+    assert pool["mem-000002"].inherited == pytest.approx(CONFIG.expansion.hop_decay)
+    cause = pool["mem-000003"]
+    assert [step.to_id for step in cause.path] == ["mem-000002", "mem-000003"]

@@ -25,6 +25,8 @@ from memory_orchestrator.domain.trace import Trace
 from memory_orchestrator.domain.traversal import expand, relative_edge_weights
 from memory_orchestrator.ports import Filters, MemoryBackend, RetrievalChannel, Scorer, TimeRange
 
+#: How the plan's intent cues name a time phrase read from the question.
+TIME_CUE = "time: "
 #: A window read from a question with more content words than this is soft (see filtering_window):
 #: "Atlas decisions last week" asks for last week only; a question with more to match on may be
 #: answered by a memory written after the event.
@@ -133,9 +135,18 @@ def filtering_window(plan: QueryPlan, request: PipelineInput) -> TimeRange | Non
     written is not the moment of the event it tells.
     """
     caller = request.filters.time_range is not None or request.overrides.time_window is not None
-    if caller or plan.strategy == "episodic" or len(content_terms(plan.canonical)) <= SOFT_WINDOW_TERMS:
+    if caller or plan.strategy == "episodic" or len(_words_beside_time(plan)) <= SOFT_WINDOW_TERMS:
         return plan.time_window
     return None
+
+
+def _words_beside_time(plan: QueryPlan) -> tuple[str, ...]:
+    # the content words of the question once its time phrases ("the last two weeks") are taken out
+    text = plan.canonical
+    for cue in plan.intent_cues:
+        if cue.startswith(TIME_CUE):
+            text = text.replace(cue[len(TIME_CUE) :], " ")
+    return content_terms(text)
 
 
 async def _retrieve(

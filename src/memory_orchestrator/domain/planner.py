@@ -72,7 +72,7 @@ _CONTENT_FREE = _words(
     """happened happen happening going new recent recently latest lately anything something
     everything stuff things thing remember tell show give list summary summarise summarize update
     updates status memories memory day week month year today yesterday ago last past since ok please
-    going on"""
+    going on know known get got"""
 )
 _CONJUNCTION = re.compile(
     r"\s*(?:;|,?\s+\band\b\s+|,?\s+\bas well as\b\s+|\s+\bvs\.?\s+|\s+\bversus\b\s+)\s*"

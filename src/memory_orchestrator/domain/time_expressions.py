@@ -68,6 +68,10 @@ _RELATIVE = re.compile(
     r"|(?P<ago>\d+|a|one|two|three|four|five|six|seven|ten)\s+(?P<agounit>days?|weeks?|months?)\s+ago)\b",
     re.IGNORECASE,
 )
+_WEEK_OF = re.compile(r"\b(?:the\s+)?week\s+of\s+(?:the\s+)?", re.IGNORECASE)
+_BETWEEN = re.compile(r"\b(?:between|from)\s+(?:the\s+)?", re.IGNORECASE)
+_RANGE_JOIN = re.compile(r"\s*(?:and|to|until|till|through|thru|-|–)\s+(?:the\s+)?", re.IGNORECASE)
+_BARE_DAY = re.compile(r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?\b")
 _NUMBER_WORDS = {"a": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
 _NUMBER_WORDS["ten"] = 10
 
@@ -86,7 +90,10 @@ def infer_time_window(text: str, now: datetime) -> TimeReading:
     windows: list[TimeRange] = []
     phrases: list[str] = []
     taken: list[tuple[int, int]] = []
+    _read_spans(text, now, windows, phrases, taken)
     for match in _RELATION.finditer(text):
+        if not _free(taken, match.start(), match.end()):
+            continue
         found = _match_date(text[match.end() : match.end() + 40], now)
         if found is None:
             continue
@@ -99,6 +106,68 @@ def infer_time_window(text: str, now: datetime) -> TimeReading:
     _read_relative(text, now, windows, phrases, taken)
     _read_plain_dates(text, now, windows, phrases, taken)
     return TimeReading(_clamped(_intersect(windows)), tuple(phrases))
+
+
+@dataclass(slots=True)
+class _Found:
+    """Windows read so far, the phrases they came from and the text spans those phrases take."""
+
+    text: str
+    windows: list[TimeRange]
+    phrases: list[str]
+    taken: list[tuple[int, int]]
+
+    def add(self, window: TimeRange, begin: int, end: int) -> None:
+        if _free(self.taken, begin, end):
+            self.windows.append(window)
+            self.phrases.append(self.text[begin:end].strip())
+            self.taken.append((begin, end))
+
+
+def _read_spans(
+    text: str, now: datetime, windows: list[TimeRange], phrases: list[str], taken: list[tuple[int, int]]
+) -> None:
+    """ "the week of March 16" (that Monday-to-Sunday week) and "between April 1 and April 10" /
+    "from May 3 to 7" (the first day's start to the last day's end)."""
+    found = _Found(text, windows, phrases, taken)
+    for match in _WEEK_OF.finditer(text):
+        date = _match_date(text[match.end() : match.end() + 40], now)
+        if date is not None and date[0].start is not None:
+            monday = date[0].start - timedelta(days=date[0].start.weekday())
+            found.add(TimeRange(monday, monday + timedelta(weeks=1)), match.start(), match.end() + date[1])
+    for match in _BETWEEN.finditer(text):
+        _read_range(match, now, found)
+
+
+def _read_range(match: re.Match[str], now: datetime, found: _Found) -> None:
+    text = found.text
+    first = _match_date(text[match.end() : match.end() + 40], now)
+    if first is None:
+        return
+    join = _RANGE_JOIN.match(text, match.end() + first[1])
+    if join is None:
+        return
+    last = _range_end(text[join.end() : join.end() + 40], first[0], now)
+    if last is None:
+        return
+    start, end = first[0].start, last[0].end
+    if start is not None and end is not None and start < end:
+        found.add(TimeRange(start, end), match.start(), join.end() + last[1])
+
+
+def _range_end(fragment: str, first: TimeRange, now: datetime) -> tuple[TimeRange, int] | None:
+    """The second date of a range; a bare day ("April 1 to 10") takes the first date's month."""
+    found = _match_date(fragment, now)
+    if found is not None and not _BARE_DAY.fullmatch(fragment[: found[1]].strip()):
+        return found
+    bare = _BARE_DAY.match(fragment)
+    if bare is None or first.start is None:
+        return found
+    try:
+        day = first.start.replace(day=int(bare.group("day")))
+    except ValueError:
+        return None
+    return _day_window(day), bare.end()
 
 
 def _clamped(window: TimeRange | None) -> TimeRange | None:

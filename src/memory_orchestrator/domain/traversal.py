@@ -87,7 +87,9 @@ async def expand(
     ][: limits.beam_width]
     if not beam or hops <= 0 or not weights:
         return outcome
-    visited = {state.candidate.memory_id for state in beam} | set(pool)
+    # Only the walk's own nodes are visited: a direct hit reached over an edge (an explicit cause of a
+    # strong match, say) is walked on from, so what lies behind it is reached too.
+    visited = {state.candidate.memory_id for state in beam}
     deadline = time.monotonic() + config.stage_timeout_s
     native = native_filters(filters, backend.capabilities)
     for hop in range(1, hops + 1):
