@@ -122,6 +122,15 @@ class KnowledgeGraph:
         payload = [{"from": r.source, "to": r.target, "relationType": r.name} for r in relations]
         await self.transport.call("create_relations", {"relations": payload})
 
+    async def delete_observations(self, observations: Mapping[str, Sequence[str]]) -> None:
+        """Remove observations from their entities (unknown ones are ignored by the server)."""
+        payload = [{"entityName": name, "observations": list(texts)} for name, texts in observations.items()]
+        await self.transport.call("delete_observations", {"deletions": payload})
+
+    async def delete_entities(self, names: Sequence[str]) -> None:
+        """Remove entities and the relations touching them."""
+        await self.transport.call("delete_entities", {"entityNames": list(names)})
+
     async def read_graph(self) -> Graph:
         """The whole graph."""
         return _graph(await self.transport.call("read_graph", {}))

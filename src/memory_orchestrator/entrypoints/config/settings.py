@@ -42,6 +42,7 @@ from memory_orchestrator.entrypoints.config.sections import (
     ChannelsSection,
     FeaturesSection,
     HttpSection,
+    McpKgSection,
     MnemonSection,
     Neo4jSection,
     PluginsSection,
@@ -63,6 +64,7 @@ __all__ = [
     "ChannelsSection",
     "FeaturesSection",
     "HttpSection",
+    "McpKgSection",
     "MnemonSection",
     "Neo4jSection",
     "PipelineSection",
@@ -226,6 +228,11 @@ class Settings(BaseSettings):
             options = self.backend.mnemon.model_dump(exclude_none=True)
             if self.backend.mnemon.data_dir is not None:
                 options["data_dir"] = str(self.backend.mnemon.data_dir)
+            return options
+        if name == "mcp_kg":
+            section = self.backend.mcp_kg
+            options = section.model_dump(exclude_none=True, mode="json")
+            options.setdefault("data_dir", str(self.data_dir))
             return options
         if name == "memory":
             return dict(self.backend.memory)
