@@ -230,8 +230,7 @@ class Settings(BaseSettings):
                 options["data_dir"] = str(self.backend.mnemon.data_dir)
             return options
         if name == "mcp_kg":
-            section = self.backend.mcp_kg
-            options = section.model_dump(exclude_none=True, mode="json")
+            options = self.backend.mcp_kg.model_dump(exclude_none=True, mode="json")
             options.setdefault("data_dir", str(self.data_dir))
             return options
         if name == "memory":
