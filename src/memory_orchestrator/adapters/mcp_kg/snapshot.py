@@ -21,7 +21,7 @@ from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from memory_orchestrator.adapters.mcp_kg.graph import Graph, edge_type
+from memory_orchestrator.adapters.mcp_kg.graph import Graph, cause_first, edge_type
 from memory_orchestrator.adapters.mcp_kg.sidecar import Row
 from memory_orchestrator.ports import Edge, EdgeType, MemoryRecord, Neighbor
 from memory_orchestrator.ports.autolinks import MemorySketch, sketch
@@ -132,9 +132,12 @@ class Snapshot:
             kind = edge_type(name)
             if kind not in allowed:
                 continue
-            meta = {"sub_type": "relation", "relation": name}
+            source, target = (entity, other_entity) if outgoing else (other_entity, entity)
+            meta = {"sub_type": "relation", "relation": name, "evidence": f"{source} {name} {target}"}
+            # A causal edge runs cause -> effect; "B caused_by A" is stored B -> A by the server.
+            forward = outgoing if kind is not EdgeType.CAUSAL or cause_first(name) else not outgoing
             for other in self.members.get(other_entity, ()):
-                ends = (origin, other) if outgoing else (other, origin)
+                ends = (origin, other) if forward else (other, origin)
                 yield Edge(ends[0], ends[1], kind, RELATION_WEIGHT, meta)
         if EdgeType.ENTITY in allowed and self.entity_types.get(entity) != NOTES_TYPE:
             meta = {"sub_type": "same_entity", "entities": entity}
