@@ -16,7 +16,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from memory_orchestrator.adapters.mcp_kg import ServerCommand, create_backend
 from memory_orchestrator.adapters.mcp_kg.graph import Entity, KnowledgeGraph, Relation, memory_id
-from memory_orchestrator.ports import BackendUnavailable, ChangeKind, EdgeType, NewMemory, RecallQuery
+from memory_orchestrator.ports import BackendUnavailable, ChangeKind, Edge, EdgeType, NewMemory, RecallQuery
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -159,3 +159,24 @@ async def test_our_mcp_server_answers_context_and_why_over_a_seeded_graph(
         ("consequence", memory_id(*OUTCOME)),
     ], json.dumps(answer)[:2000]
     assert "caused_by" in answer["chain"][0]["evidence"]
+
+
+async def test_two_backends_on_one_memory_file_see_each_others_writes(
+    kg_server: ServerCommand, tmp_path: Path
+) -> None:
+    memory_file = tmp_path / "graph.jsonl"
+    async with (
+        asyncio.timeout(90),
+        create_backend(_options(kg_server, memory_file)) as one,
+        create_backend(_options(kg_server, memory_file)) as two,
+    ):
+        first = await one.remember(
+            NewMemory("Grafana alerts page the on-call engineer", entities=("Grafana",))
+        )
+        second = await two.remember(NewMemory("Kafka consumers lag on Mondays", entities=("Kafka",)))
+        await two.link(Edge(first.id, second.id, EdgeType.CAUSAL, 0.7))
+        seen_by_one = await one.neighbors([first.id], edge_types=[EdgeType.CAUSAL])
+        await one.forget(second.id)
+        assert await two.get([second.id]) == []
+        assert [record.id for record in await two.get([first.id])] == [first.id]
+    assert [(item.record.id, item.edge.weight) for item in seen_by_one] == [(second.id, 0.7)]

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_orchestrator.adapters.mcp_kg import ledger
-from memory_orchestrator.adapters.mcp_kg.graph import Entity, KnowledgeGraph
+from memory_orchestrator.adapters.mcp_kg.graph import Entity, Graph, KnowledgeGraph
 from memory_orchestrator.adapters.mcp_kg.recall import search_nodes_hits
 from memory_orchestrator.adapters.mcp_kg.sidecar import Row, Sidecar, sidecar_paths, writer_lock
 from memory_orchestrator.adapters.mcp_kg.snapshot import NOTES_TYPE, Snapshot, build
@@ -80,6 +80,9 @@ class McpKgBackend(AsyncLifecycle):
         self.sidecar = Sidecar(database)
         self._snap = Snapshot()
         self._stamp: tuple[Any, ...] | None = None
+        # The graph as last read and the memory file's stamp then: a sidecar-only change (a link,
+        # a forget's bookkeeping) needs no new read_graph.
+        self._graph: tuple[tuple[Any, ...], Graph] | None = None
         self._mutex = asyncio.Lock()
         self._opened = False
 
@@ -104,23 +107,34 @@ class McpKgBackend(AsyncLifecycle):
     async def aclose(self) -> None:
         """Stop the server and close the sidecar. Idempotent."""
         self._opened = False
-        self._stamp = None
+        self._stamp = self._graph = None
         await self.transport.aclose()
         self.sidecar.close()
 
-    def _file_stamp(self) -> tuple[Any, ...]:
+    def _graph_stamp(self) -> tuple[Any, ...]:
         try:
             stat = self.memory_file.stat()
         except FileNotFoundError:
-            return (None, *self.sidecar.version())
-        return (stat.st_ino, stat.st_mtime_ns, stat.st_size, *self.sidecar.version())
+            return (None,)
+        return (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+
+    def _file_stamp(self) -> tuple[Any, ...]:
+        return (*self._graph_stamp(), *self.sidecar.version())
+
+    async def _read_graph(self) -> Graph:
+        stamp = self._graph_stamp()
+        if self._graph is not None and self._graph[0] == stamp and stamp != (None,):
+            return self._graph[1]
+        graph = await self.kg.read_graph()
+        self._graph = (stamp, graph)
+        return graph
 
     async def _refresh(self, *, locked: bool) -> Snapshot:
         """The current snapshot; the graph is read again only when the file or the sidecar changed."""
         if self._stamp is not None and self._file_stamp() == self._stamp:
             return self._snap
         stamp = self._file_stamp()
-        graph = await self.kg.read_graph()
+        graph = await self._read_graph()
         rows = self.sidecar.rows()
         pending = ledger.reconcile(graph, rows, ensure_utc(self.clock.now()))
         if pending:
@@ -130,17 +144,17 @@ class McpKgBackend(AsyncLifecycle):
             self._record(pending)
             rows = self.sidecar.rows()
             stamp = self._file_stamp()
-        self._snap = build(graph, rows, self.sidecar.edges())
+        self._snap = build(graph, rows, self.sidecar.edges(), self._snap)
         self._stamp = stamp
         return self._snap
 
     async def _reconciled(self) -> Snapshot:
         # Under the writer lock: read again, another writer may have finished meanwhile.
-        graph = await self.kg.read_graph()
+        graph = await self._read_graph()
         pending = ledger.reconcile(graph, self.sidecar.rows(), ensure_utc(self.clock.now()))
         self._record(pending)
         self._stamp = self._file_stamp()
-        self._snap = build(graph, self.sidecar.rows(), self.sidecar.edges())
+        self._snap = build(graph, self.sidecar.rows(), self.sidecar.edges(), self._snap)
         return self._snap
 
     def _record(self, pending: ledger.Reconciliation) -> None:

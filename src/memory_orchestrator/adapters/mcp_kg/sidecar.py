@@ -18,7 +18,7 @@ import os
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -143,6 +143,11 @@ class Sidecar:
         self.path = path
         self._db: sqlite3.Connection | None = None
         self.writes = 0
+        # Rows and edges as last read, kept in step with our own writes; read again only when
+        # another connection committed (``data_version`` moved), so a write does not re-read the file.
+        self._rows: dict[str, Row] | None = None
+        self._edges: dict[tuple[str, str, str], Edge] | None = None
+        self._loaded_version = -1
 
     def open(self) -> None:
         """Create the file and its tables if missing."""
@@ -161,6 +166,7 @@ class Sidecar:
         if self._db is not None:
             self._db.close()
             self._db = None
+        self._rows = self._edges = None
 
     @property
     def db(self) -> sqlite3.Connection:
@@ -174,18 +180,45 @@ class Sidecar:
         """Changes by other connections (``data_version``) and by this one: equal means unchanged."""
         return int(self.db.execute("PRAGMA data_version").fetchone()[0]), self.writes
 
+    def _load(self) -> None:
+        version = int(self.db.execute("PRAGMA data_version").fetchone()[0])
+        if self._rows is not None and self._edges is not None and version == self._loaded_version:
+            return
+        rows = [_row(values) for values in self.db.execute("SELECT * FROM memories ORDER BY rowid")]
+        self._rows = {row.id: row for row in rows}
+        self._edges = {}
+        for source, target, kind, weight, meta, created in self.db.execute("SELECT * FROM edges"):
+            edge = Edge(source, target, EdgeType(kind), float(weight), json.loads(meta), _when(created))
+            self._edges[(source, target, kind)] = edge
+        self._loaded_version = version
+
     def rows(self) -> list[Row]:
-        """Every memory ever recorded, forgotten ones included."""
-        return [_row(values) for values in self.db.execute("SELECT * FROM memories ORDER BY rowid")]
+        """Every memory ever recorded, forgotten ones included, oldest record first."""
+        self._load()
+        assert self._rows is not None
+        return list(self._rows.values())
 
     def edges(self) -> list[Edge]:
         """Every stored memory-to-memory edge."""
-        found = []
-        for source, target, kind, weight, meta, created in self.db.execute("SELECT * FROM edges"):
-            found.append(
-                Edge(source, target, EdgeType(kind), float(weight), json.loads(meta), _when(created))
-            )
-        return found
+        self._load()
+        assert self._edges is not None
+        return list(self._edges.values())
+
+    def _remember(
+        self, rows: Sequence[Row], edges: Sequence[Edge], forgotten: Sequence[tuple[str, datetime]]
+    ) -> None:
+        """Apply a committed write to the cached rows and edges (as the SQL did)."""
+        if self._rows is None or self._edges is None:
+            return
+        for row in rows:
+            self._rows[row.id] = row
+        for edge in edges:
+            if edge.type is not EdgeType.SUPERSEDES:
+                self._edges.pop((edge.target, edge.source, edge.type.value), None)
+            self._edges[(edge.source, edge.target, edge.type.value)] = edge
+        for memory_id, at in forgotten:
+            if memory_id in self._rows:
+                self._rows[memory_id] = replace(self._rows[memory_id], forgotten_at=at)
 
     def changes(self, since: datetime, limit: int) -> list[Change]:
         """Logged changes at or after ``since``, oldest first."""
@@ -209,6 +242,7 @@ class Sidecar:
         A non-``supersedes`` edge replaces the same pair stored the other way round (edges are
         symmetric for traversal).
         """
+        edges, forgotten = list(edges), list(forgotten)
         edge_rows = [
             (e.source, e.target, e.type.value, e.weight, json.dumps(dict(e.metadata), sort_keys=True),
              (e.created_at.isoformat() if e.created_at else ""))
@@ -235,9 +269,11 @@ class Sidecar:
                     [(c.kind.value, c.memory_id, c.at.isoformat(), c.detail) for c in changes],
                 )
         except sqlite3.Error as exc:
+            self._rows = self._edges = None
             raise BackendUnavailable(f"writing {self.path.name}: {exc}", backend=BACKEND) from exc
         finally:
             self.writes += 1
+        self._remember(rows, edges, forgotten)
 
     def delete(self, ids: Sequence[str]) -> None:
         """Remove rows, their edges and their changes (undoes a write the server then refused)."""
@@ -250,3 +286,4 @@ class Sidecar:
             )
             self.db.execute(f"DELETE FROM changes WHERE memory_id IN ({marks})", list(ids))
         self.writes += 1
+        self._rows = self._edges = None

@@ -72,9 +72,9 @@ class Lexicon:
     postings: dict[str, set[str]] = field(default_factory=lambda: defaultdict(set))
     total: int = 0
 
-    def add(self, memory_id: str, text: str) -> None:
-        """Index one memory."""
-        counts = Counter(tokenize(text))
+    def add(self, memory_id: str, text: str, counts: Counter[str] | None = None) -> None:
+        """Index one memory (``counts``: its token counts, when already known)."""
+        counts = Counter(tokenize(text)) if counts is None else counts
         self.counts[memory_id] = counts
         self.total += sum(counts.values())
         for token in counts:
@@ -117,6 +117,9 @@ class Snapshot:
     entity_uses: Counter[str] = field(default_factory=Counter)
     newest: list[MemoryRecord] = field(default_factory=list)
     used_ids: set[str] = field(default_factory=set)
+    #: The row each record and sketch was made from (lets the next build reuse them).
+    rows: dict[str, Row] = field(default_factory=dict)
+    sketch_of: dict[str, MemorySketch] = field(default_factory=dict)
 
     def known(self, candidates: Iterable[str]) -> dict[str, str]:
         """The entity names among ``candidates`` (casefolded) -> their stored spelling."""
@@ -189,8 +192,15 @@ def _order(item: Neighbor) -> tuple[float, int, str, str]:
     return (-item.edge.weight, item.hops, item.record.id, item.edge.type.value)
 
 
-def build(graph: Graph, rows: Sequence[Row], edges: Sequence[Edge]) -> Snapshot:
-    """The snapshot of a reconciled graph: ``rows`` active ones all stand for observations in ``graph``."""
+def build(
+    graph: Graph, rows: Sequence[Row], edges: Sequence[Edge], previous: Snapshot | None = None
+) -> Snapshot:
+    """The snapshot of a reconciled graph: ``rows`` active ones all stand for observations in ``graph``.
+
+    Records, sketches and token counts of rows unchanged since ``previous`` are reused (a write then
+    costs a fraction of a full build).
+    """
+    previous = previous or Snapshot()
     snap = Snapshot()
     snap.used_ids = {row.id for row in rows}
     snap.entity_types = {entity.name: entity.entity_type for entity in graph.entities}
@@ -204,7 +214,17 @@ def build(graph: Graph, rows: Sequence[Row], edges: Sequence[Edge]) -> Snapshot:
             if edge.type is EdgeType.SUPERSEDES:
                 superseders[edge.target].append(edge.source)
     for row in active:
-        record = record_of(row, snap.entity_types.get(row.entity, ""), tuple(sorted(superseders[row.id])))
+        superseded_by = tuple(sorted(superseders[row.id]))
+        kind = snap.entity_types.get(row.entity, "")
+        old = previous.records.get(row.id)
+        unchanged = (
+            old is not None
+            and previous.rows.get(row.id) == row
+            and old.superseded_by == superseded_by
+            and previous.entity_types.get(row.entity, "") == kind
+        )
+        record = old if unchanged and old is not None else record_of(row, kind, superseded_by)
+        snap.rows[row.id] = row
         snap.records[row.id] = record
         snap.holder[row.id] = row.entity
         snap.members[row.entity].append(row.id)
@@ -213,8 +233,11 @@ def build(graph: Graph, rows: Sequence[Row], edges: Sequence[Edge]) -> Snapshot:
         current = snap.by_hash.get(digest)
         if current is None or (record.created_at, record.id) < _age(snap.records[current]):
             snap.by_hash[digest] = row.id
-        snap.lexicon.add(row.id, row.text)
-        snap.sketches.append(sketch(record))
+        reused = unchanged or previous.rows.get(row.id, None) == row
+        snap.lexicon.add(row.id, row.text, previous.lexicon.counts.get(row.id) if reused else None)
+        drawn = previous.sketch_of.get(row.id) if unchanged else None
+        snap.sketch_of[row.id] = drawn or sketch(record)
+        snap.sketches.append(snap.sketch_of[row.id])
         for name in record.entities:
             snap.spellings.setdefault(name.casefold(), name)
             snap.entity_uses[name.casefold()] += 1
