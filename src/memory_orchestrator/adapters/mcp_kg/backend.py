@@ -10,13 +10,13 @@ native recall is the server's own ``search_nodes``.
 from __future__ import annotations
 
 import asyncio
-from collections import Counter
 from collections.abc import Collection, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from memory_orchestrator.adapters.mcp_kg import ledger
+from memory_orchestrator.adapters.mcp_kg.batches import plan_batch
 from memory_orchestrator.adapters.mcp_kg.graph import Entity, Graph, KnowledgeGraph
 from memory_orchestrator.adapters.mcp_kg.recall import search_nodes_hits
 from memory_orchestrator.adapters.mcp_kg.sidecar import Row, Sidecar, sidecar_paths, writer_lock
@@ -44,8 +44,6 @@ from memory_orchestrator.ports import (
     WriteResult,
     ensure_utc,
 )
-from memory_orchestrator.ports.autolinks import entities_for, link_candidates, plan_edges, sketch
-from memory_orchestrator.ports.text import content_hash, name_candidates
 from memory_orchestrator.ports.validation import (
     validate_edge,
     validate_hops,
@@ -185,85 +183,19 @@ class McpKgBackend(AsyncLifecycle):
             await self.open()
         async with self._mutex, writer_lock(self.lock_path, self.lock_timeout_s):
             snap = await self._refresh(locked=True)
-            results, rows, edges = self._plan(snap, memories)
-            if rows:
-                now = ensure_utc(self.clock.now())
-                added = [result for result in results if result.action is WriteAction.ADDED]
+            now = ensure_utc(self.clock.now())
+            batch = plan_batch(snap, memories, now)
+            if batch.rows:
+                added = [result for result in batch.results if result.action is WriteAction.ADDED]
                 changes = [Change(ChangeKind.ADDED, result.id, now, result.record) for result in added]
-                self.sidecar.write(rows=rows, edges=edges, changes=changes)
+                self.sidecar.write(rows=batch.rows, edges=batch.edges, changes=changes)
                 try:
-                    await self._store(snap, rows)
+                    await self._store(snap, batch.rows)
                 except BaseException:
-                    self.sidecar.delete([row.id for row in rows])
+                    self.sidecar.delete([row.id for row in batch.rows])
                     raise
                 self._stamp = None
-        return results
-
-    def _plan(
-        self, snap: Snapshot, memories: Sequence[NewMemory]
-    ) -> tuple[list[WriteResult], list[Row], list[Edge]]:
-        """Results in order, new rows and their automatic edges; duplicates within the batch skipped."""
-        now = ensure_utc(self.clock.now())
-        used = set(snap.used_ids)
-        pool = list(snap.sketches)
-        counts = dict(snap.entity_uses)
-        by_hash = dict(snap.by_hash)
-        records = dict(snap.records)
-        results: list[WriteResult] = []
-        rows: list[Row] = []
-        edges: list[Edge] = []
-        for memory in memories:
-            digest = content_hash(memory.content)
-            if memory.dedup and digest in by_hash:
-                existing = by_hash[digest]
-                results.append(
-                    WriteResult(
-                        existing, WriteAction.SKIPPED, duplicate_of=existing, record=records.get(existing)
-                    )
-                )
-                continue
-            row = self._row(snap, memory, used, now)
-            record = MemoryRecord(
-                row.id, row.text, row.created_at, row.updated_at, row.category, row.importance,
-                row.tags, row.entities, row.source, row.metadata,
-            )  # fmt: skip
-            new = sketch(record)
-            others = ledger.candidates(new, pool)
-            planned = plan_edges(new, others, at=now, entity_counts=counts)
-            created = Counter(edge.type.value for edge in planned)
-            results.append(
-                WriteResult(
-                    row.id, WriteAction.ADDED, candidates=link_candidates(new, others),
-                    edges_created=created, record=record,
-                )
-            )  # fmt: skip
-            rows.append(row)
-            edges.extend(planned)
-            pool.append(new)
-            records[row.id] = record
-            by_hash.setdefault(digest, row.id)
-            for name in new.entities:
-                counts[name] = counts.get(name, 0) + 1
-        return results, rows, edges
-
-    def _row(self, snap: Snapshot, memory: NewMemory, used: set[str], now: datetime) -> Row:
-        names = entities_for(memory, snap.known(name_candidates(memory.content)))
-        # The server matches entity names exactly: reuse the graph's spelling of a known name.
-        names = tuple(snap.spellings.get(name.casefold(), name) for name in names)
-        holder = names[0] if names else f"notes/{memory.source}"
-        return Row(
-            ledger.allocate(holder, memory.content, used),
-            holder,
-            memory.content,
-            ensure_utc(memory.created_at) if memory.created_at else now,
-            now,
-            memory.category,
-            memory.importance,
-            tuple(memory.tags),
-            names,
-            memory.source,
-            dict(memory.metadata),
-        )
+        return batch.results
 
     async def _store(self, snap: Snapshot, rows: Sequence[Row]) -> None:
         """Create the missing holder entities with their observations; add the rest to existing ones."""
