@@ -51,3 +51,17 @@ def test_the_factory_puts_one_memory_file_per_store_under_the_data_dir(
         create_backend({"server": kg_server.script, "store": "../x"})
     with pytest.raises(InvalidRequest):
         create_backend({"server": kg_server.script, "recall": "fuzzy"})
+
+
+def test_a_configured_memory_file_is_its_stores_alone(kg_server: ServerCommand, tmp_path: Path) -> None:
+    config = tmp_path / "orchestrator.toml"
+    config.write_text(
+        f'[backend.mcp_kg]\nserver = "{kg_server.script}"\nmemory_file = "{tmp_path}/kg/memory.jsonl"\n'
+        'store = "team"\n',
+        encoding="utf-8",
+    )
+    settings = load_settings(config)
+    own = create_backend(settings.backend_options("mcp_kg"))
+    other = create_backend({**settings.backend_options("mcp_kg"), "store": "ops"})
+    assert own.memory_file == tmp_path / "kg" / "memory.jsonl"
+    assert other.memory_file == tmp_path / "kg" / "memory.ops.jsonl"

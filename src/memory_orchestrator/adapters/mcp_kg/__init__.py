@@ -1,11 +1,12 @@
 """The official MCP knowledge-graph memory server (npm ``@modelcontextprotocol/server-memory``).
 
 ``create_backend(options)`` builds the backend. Options: ``memory_file`` (the server's JSONL file for
-this store; default ``<data_dir>/mcp_kg/<store>.jsonl``), ``data_dir``, ``store``, ``server`` (the
-server's ``dist/index.js``; ``$MCP_KG_SERVER`` or the project-local install otherwise), ``timeout_s``
-(every MCP call and the server start), ``lock_timeout_s`` (waiting for another writer), ``recall``
-(``terms``: ``search_nodes`` once per query word, the default; ``literal``: once with the whole text)
-and ``entity_type`` (the type given to entities our writes create).
+this store; default ``<data_dir>/mcp_kg/<store>.jsonl``; with ``memory_file_store`` set, the file is
+that store's and any other store uses ``<stem>.<store>.jsonl`` beside it), ``data_dir``, ``store``,
+``server`` (the server's ``dist/index.js``; ``$MCP_KG_SERVER`` or the project-local install
+otherwise), ``timeout_s`` (every MCP call and the server start), ``lock_timeout_s`` (waiting for
+another writer), ``recall`` (``terms``: ``search_nodes`` once per query word, the default;
+``literal``: once with the whole text) and ``entity_type`` (the type given to entities our writes create).
 """
 
 from __future__ import annotations
@@ -43,11 +44,17 @@ _STORE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
 def _memory_file(options: Mapping[str, Any]) -> Path:
-    if options.get("memory_file"):
-        return Path(str(options["memory_file"])).expanduser().resolve()
     store = str(options.get("store") or DEFAULT_STORE)
     if not _STORE_NAME.match(store):
         raise InvalidRequest(f"knowledge-graph store name {store!r} must match [A-Za-z0-9][A-Za-z0-9_.-]*")
+    if options.get("memory_file"):
+        explicit = Path(str(options["memory_file"])).expanduser().resolve()
+        owner = options.get("memory_file_store")
+        # An explicit file belongs to the configured store; another store (a client naming one)
+        # gets a file of its own beside it, never the same graph.
+        if owner is None or str(owner) == store:
+            return explicit
+        return explicit.with_name(f"{explicit.stem}.{store}{explicit.suffix or '.jsonl'}")
     data_dir = Path(str(options.get("data_dir") or Path.home() / ".local/share/memory-orchestrator"))
     return (data_dir.expanduser() / "mcp_kg" / f"{store}.jsonl").resolve()
 

@@ -111,6 +111,7 @@ def backend_maker(settings: Settings, plugins: PluginManager, name: str, workdir
         elif name == "mcp_kg":
             # a throw-away memory file (and sidecar) per store, never the user's own graph
             options["memory_file"] = str(workdir / "mcp_kg" / f"{_store_name(store)}.jsonl")
+            options.pop("memory_file_store", None)
         elif name != "memory":
             options["store"] = _store_name("eval", run_id, store)
         return plugins.create_backend(name, options)

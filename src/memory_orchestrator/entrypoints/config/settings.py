@@ -232,6 +232,8 @@ class Settings(BaseSettings):
         if name == "mcp_kg":
             options = self.backend.mcp_kg.model_dump(exclude_none=True, mode="json")
             options.setdefault("data_dir", str(self.data_dir))
+            if "memory_file" in options:  # the configured file is the configured store's only
+                options["memory_file_store"] = options["store"]
             return options
         if name == "memory":
             return dict(self.backend.memory)
