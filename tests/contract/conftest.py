@@ -1,4 +1,5 @@
-"""The ``backend`` fixture: every contract test runs against each backend (memory, sqlite, neo4j)."""
+"""The ``backend`` fixture: every contract test runs against each backend (memory, sqlite, neo4j, mnemon,
+mcp_kg: the real knowledge-graph MCP server)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ BACKENDS = [
     pytest.param("sqlite", id="sqlite"),
     pytest.param("neo4j", id="neo4j", marks=pytest.mark.integration),
     pytest.param("mnemon", id="mnemon", marks=pytest.mark.integration),
+    pytest.param("mcp_kg", id="mcp_kg", marks=pytest.mark.integration),
 ]
 
 BackendMaker = Callable[[], MemoryBackend]
@@ -53,6 +55,12 @@ def make_backend(request: pytest.FixtureRequest, tmp_path: Path) -> BackendMaker
         env = request.getfixturevalue("mnemon_env")
         options = mnemon_options(env, store)
         return lambda: create_mnemon(options)
+    if kind == "mcp_kg":
+        from memory_orchestrator.adapters.mcp_kg import create_backend as create_kg
+
+        server = request.getfixturevalue("kg_server")
+        options = {"server": server.script, "memory_file": str(tmp_path / f"{store}.jsonl"), "timeout_s": 30}
+        return lambda: create_kg(options)
     service = request.getfixturevalue("neo4j_service")
     from memory_orchestrator.adapters.neo4j import create_backend as create_neo4j
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_orchestrator.adapters.mcp_kg.graph import edge_type, memory_id
+from memory_orchestrator.adapters.mcp_kg.graph import cause_first, edge_type, memory_id
 from memory_orchestrator.ports import EdgeType
 
 
@@ -28,3 +28,20 @@ def test_causal_relation_names_become_causal_edges(relation: str) -> None:
 @pytest.mark.parametrize("relation", ["works_at", "uses", "owns", "decided", "knows", "depends_on"])
 def test_other_relation_names_become_entity_edges(relation: str) -> None:
     assert edge_type(relation) is EdgeType.ENTITY
+
+
+@pytest.mark.parametrize(
+    ("relation", "forward"),
+    [
+        ("causes", True),
+        ("led_to", True),
+        ("motivated", True),
+        ("caused_by", False),
+        ("because_of", False),
+        ("due-to", False),
+        ("triggered_by", False),
+    ],
+)
+def test_causal_direction_runs_from_cause_to_effect(relation: str, forward: bool) -> None:
+    assert edge_type(relation) is EdgeType.CAUSAL
+    assert cause_first(relation) is forward

@@ -51,9 +51,24 @@ def memory_id(entity: str, observation: str) -> str:
     return f"kg-{digest[:24]}"
 
 
+#: Causal relation names whose *source* is the effect (``B caused_by A``): their edge points the other
+#: way, from the cause to the effect, like every causal edge.
+EFFECT_FIRST_PREFIXES = ("because", "due_to", "caused_by", "results_from", "resulted_from")
+
+
+def _key(relation: str) -> str:
+    return _SEPARATORS.sub("_", relation.strip().lower())
+
+
+def cause_first(relation: str) -> bool:
+    """False for causal names read effect -> cause (``caused_by``, ``because_of``, ``*_by``)."""
+    key = _key(relation)
+    return not (key.startswith(EFFECT_FIRST_PREFIXES) or key.endswith("_by"))
+
+
 def edge_type(relation: str) -> EdgeType:
     """The typed edge a relation name becomes (see :data:`RELATION_EDGE_TYPES`)."""
-    key = _SEPARATORS.sub("_", relation.strip().lower())
+    key = _key(relation)
     if any(key.startswith(prefix) for prefix in RELATION_EDGE_TYPES):
         return EdgeType.CAUSAL
     return EdgeType.ENTITY
@@ -121,6 +136,15 @@ class KnowledgeGraph:
         """Create named relations between existing entities."""
         payload = [{"from": r.source, "to": r.target, "relationType": r.name} for r in relations]
         await self.transport.call("create_relations", {"relations": payload})
+
+    async def delete_observations(self, observations: Mapping[str, Sequence[str]]) -> None:
+        """Remove observations from their entities (unknown ones are ignored by the server)."""
+        payload = [{"entityName": name, "observations": list(texts)} for name, texts in observations.items()]
+        await self.transport.call("delete_observations", {"deletions": payload})
+
+    async def delete_entities(self, names: Sequence[str]) -> None:
+        """Remove entities and the relations touching them."""
+        await self.transport.call("delete_entities", {"entityNames": list(names)})
 
     async def read_graph(self) -> Graph:
         """The whole graph."""

@@ -109,6 +109,10 @@ def backend_maker(settings: Settings, plugins: PluginManager, name: str, workdir
             # a throw-away Mnemon data folder: evaluation never touches the user's own stores
             options.update(data_dir=str(workdir / "mnemon"), create=True)
             options["store"] = _store_name("eval", run_id, store).replace(".", "-")
+        elif name == "mcp_kg":
+            # a throw-away memory file (and sidecar) per store, never the user's own graph
+            options["memory_file"] = str(workdir / "mcp_kg" / f"{_store_name(store)}.jsonl")
+            options.pop("memory_file_store", None)
         elif name != "memory":
             options["store"] = _store_name("eval", run_id, store)
         return plugins.create_backend(name, options)

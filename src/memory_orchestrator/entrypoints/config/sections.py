@@ -82,6 +82,22 @@ class MnemonSection(Section):
     environment: dict[str, str] = Field(default_factory=dict)
 
 
+class McpKgSection(Section):
+    """Options of the knowledge-graph MCP server backend (npm ``@modelcontextprotocol/server-memory``)."""
+
+    #: The server's dist/index.js; unset: $MCP_KG_SERVER, else the install of scripts/setup-npm.
+    server: Path | None = None
+    #: The server's JSONL file; unset: <data_dir>/mcp_kg/<store>.jsonl (one file per store).
+    memory_file: Path | None = None
+    store: StoreName = "default"
+    timeout_s: float = Field(default=10.0, gt=0, le=300)
+    lock_timeout_s: float = Field(default=30.0, gt=0, le=600)
+    #: Native recall: search_nodes once per query word ("terms") or once with the whole text ("literal").
+    recall: Literal["terms", "literal"] = "terms"
+    #: Entity type of the entities our writes create.
+    entity_type: str = Field(default="entity", min_length=1, max_length=100)
+
+
 class BackendSection(Section):
     """Which backend to use and the options of each."""
 
@@ -90,6 +106,7 @@ class BackendSection(Section):
     sqlite: SqliteSection = SqliteSection()
     neo4j: Neo4jSection = Neo4jSection()
     mnemon: MnemonSection = MnemonSection()
+    mcp_kg: McpKgSection = McpKgSection()
     #: Options of backends added by third-party plugins, by backend name.
     extra: dict[str, dict[str, Any]] = Field(default_factory=dict)
 

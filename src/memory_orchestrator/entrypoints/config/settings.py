@@ -43,6 +43,7 @@ from memory_orchestrator.entrypoints.config.sections import (
     FeaturesSection,
     HttpSection,
     LogSection,
+    McpKgSection,
     MnemonSection,
     Neo4jSection,
     PluginsSection,
@@ -65,6 +66,7 @@ __all__ = [
     "FeaturesSection",
     "HttpSection",
     "LogSection",
+    "McpKgSection",
     "MnemonSection",
     "Neo4jSection",
     "PipelineSection",
@@ -230,6 +232,12 @@ class Settings(BaseSettings):
             options = self.backend.mnemon.model_dump(exclude_none=True)
             if self.backend.mnemon.data_dir is not None:
                 options["data_dir"] = str(self.backend.mnemon.data_dir)
+            return options
+        if name == "mcp_kg":
+            options = self.backend.mcp_kg.model_dump(exclude_none=True, mode="json")
+            options.setdefault("data_dir", str(self.data_dir))
+            if "memory_file" in options:  # the configured file is the configured store's only
+                options["memory_file_store"] = options["store"]
             return options
         if name == "memory":
             return dict(self.backend.memory)
