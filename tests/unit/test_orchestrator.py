@@ -74,8 +74,8 @@ async def test_when_honours_the_time_window_read_from_the_query() -> None:
     assert window is not None and window.start == datetime(2026, 3, 9, tzinfo=UTC)
     assert result.items and all(window.contains(item.created_at) for item in result.items)
     assert "mem-000007" in {item.memory_id for item in result.items}
-    # "decide" matches no word of last week's memories: the window's own memories are shown instead.
-    assert any("showing the window's memories" in warning for warning in result.warnings)
+    # "decide" matches no word of last week's memories: the window's own memories answer.
+    assert all("window" in item.channels for item in result.items)
 
 
 @pytest.mark.anyio
@@ -306,3 +306,18 @@ def test_time_phrases_do_not_count_as_words_that_make_a_window_soft() -> None:
     assert window_filters("what changed in the last two weeks?")
     assert window_filters("Atlas decisions last week")
     assert not window_filters("what robotics convention did I attend with colleagues in February?")
+
+
+@pytest.mark.anyio
+async def test_a_question_that_is_mostly_its_window_also_lists_the_windows_memories() -> None:
+    rows = (
+        ("We go with Postgres for the ledger", 20, "decision", ()),  # February 26: no "decision" in it
+        ("The decision log template was updated", 21, "fact", ()),
+        ("Decision: Friday deploys stop", 60, "decision", ()),  # January: outside the window
+    )
+    result = await orchestrator(await store(rows)).search(
+        SearchRequest("what decisions were made in February?")
+    )
+    contents = [item.content for item in result.items]
+    assert set(contents) == {rows[0][0], rows[1][0]}
+    assert "window" in result.items[0].channels or "window" in result.items[1].channels

@@ -135,9 +135,21 @@ def filtering_window(plan: QueryPlan, request: PipelineInput) -> TimeRange | Non
     written is not the moment of the event it tells.
     """
     caller = request.filters.time_range is not None or request.overrides.time_window is not None
-    if caller or plan.strategy == "episodic" or len(_words_beside_time(plan)) <= SOFT_WINDOW_TERMS:
+    if caller or plan.strategy == "episodic" or window_led(plan, request):
         return plan.time_window
     return None
+
+
+def window_led(plan: QueryPlan, request: PipelineInput) -> bool:
+    """True for a question that is mostly its time window ("what did we decide in February?"):
+    read from the text, with at most ``SOFT_WINDOW_TERMS`` other content words."""
+    caller = request.filters.time_range is not None or request.overrides.time_window is not None
+    return (
+        not caller
+        and plan.time_window is not None
+        and plan.strategy != "episodic"
+        and len(_words_beside_time(plan)) <= SOFT_WINDOW_TERMS
+    )
 
 
 def _words_beside_time(plan: QueryPlan) -> tuple[str, ...]:
@@ -222,6 +234,7 @@ async def _retrieve_once(
         now=request.now,
         config=config,
         extra=channels,
+        window_list=filters.time_range is not None and window_led(plan, request),
     )
 
 

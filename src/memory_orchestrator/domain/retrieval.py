@@ -36,6 +36,8 @@ from memory_orchestrator.ports import (
 
 #: Fusion weight of a decomposed subquery relative to the whole question.
 SUBQUERY_WEIGHT = 0.6
+#: Fusion weight of the time window's own memories beside the query's lists (see ``retrieve``).
+WINDOW_LIST_WEIGHT = 0.5
 #: Share of reciprocal-rank fusion in relevance; the rest is the best list-relative channel score.
 RRF_SHARE = 0.2
 
@@ -72,11 +74,20 @@ async def retrieve(
     now: datetime,
     config: PipelineConfig,
     extra: Sequence[RetrievalChannel] = (),
+    window_list: bool = False,
 ) -> RetrievalOutcome:
-    """Run every subquery on every channel concurrently and fuse the lists (see module docstring)."""
+    """Run every subquery on every channel concurrently and fuse the lists (see module docstring).
+
+    ``window_list``: the question is mostly its time window ("what decisions were made in May?"),
+    so the window's newest memories join as one more list (weight ``WINDOW_LIST_WEIGHT``): a
+    decision that does not say "decision" is still an answer.
+    """
     native = native_filters(filters, backend.capabilities)
     channels = channel_weights(backend.capabilities, config)
     specs = _list_specs(backend, subqueries, channels, intent, native, now, config)
+    if window_list and channels:
+        call = _recent_call(backend, config.candidates_per_channel, native, now)
+        specs.append(_ListSpec("window#0", "window", 0, WINDOW_LIST_WEIGHT, call))
     skipped: list[str] = []
     specs.extend(_extra_specs(backend, subqueries, extra, native, now, config, skipped))
     outcome = RetrievalOutcome(channels_run=len(specs))
@@ -274,6 +285,16 @@ def _keyword_call(
     backend: MemoryBackend, text: str, limit: int, native: Filters, now: datetime
 ) -> Callable[[], Awaitable[list[Hit]]]:
     return lambda: backend.search(text, limit=limit, filters=native, now=now)
+
+
+def _recent_call(
+    backend: MemoryBackend, limit: int, native: Filters, now: datetime
+) -> Callable[[], Awaitable[list[Hit]]]:
+    async def call() -> list[Hit]:
+        records = await backend.recent(limit=limit, filters=native, now=now)
+        return [Hit(record, 1.0 / (rank + 1), via="recency") for rank, record in enumerate(records)]
+
+    return call
 
 
 def _recall_call(backend: MemoryBackend, query: RecallQuery) -> Callable[[], Awaitable[list[Hit]]]:
