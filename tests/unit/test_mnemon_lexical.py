@@ -29,6 +29,8 @@ def test_a_reply_is_found_by_the_words_of_the_message_it_answers() -> None:
     scores = index.scores("counseling")
     assert set(scores) == {"question", "answer", "own"}
     assert scores["question"] > scores["answer"]  # its own words weigh more than its context
+    # and the question is found by the words of its answer (the turn after it)
+    assert set(index.scores("trans")) == {"answer", "question", "own"}
 
 
 def test_notes_of_one_source_in_a_row_are_not_each_others_context() -> None:

@@ -1,4 +1,4 @@
-"""SQLite context at index time: a reply is also found by the words of the message it answers."""
+"""SQLite context at index time: a turn is also found by the words of the other speaker's turns around it."""
 
 from __future__ import annotations
 
@@ -33,6 +33,16 @@ async def test_a_reply_is_found_by_the_words_of_the_turn_before_it(tmp_path: Pat
         assert found == [question.id, answer.id]
         # the stored memory is unchanged: its content holds only its own words
         assert [r.content for r in await backend.get([answer.id])] == [ANSWER]
+
+
+@pytest.mark.anyio
+async def test_a_question_is_found_by_the_words_of_its_answer(tmp_path: Path) -> None:
+    async with create_backend({"path": str(tmp_path / "m.db")}) as backend:
+        question = await backend.remember(NewMemory(QUESTION, source="Melanie", created_at=T0))
+        answer = await backend.remember(
+            NewMemory(ANSWER, source="Caroline", created_at=T0 + timedelta(seconds=1))
+        )
+        assert _ids(await backend.search("trans people")) == [answer.id, question.id]
 
 
 @pytest.mark.anyio

@@ -13,8 +13,8 @@ from datetime import timedelta
 from functools import lru_cache
 
 #: Context at index time: a backend's keyword index may also match each memory on the words of the
-#: memory just before it in time, when another source wrote it at most this much earlier (the
-#: previous turn of a conversation; a note written days earlier is another topic) ...
+#: memories just before and after it in time, when another source wrote them at most this far apart
+#: (the turns around a conversation turn; a note written days earlier is another topic) ...
 CONTEXT_WINDOW = timedelta(hours=1)
 #: ... weighed at this share of the memory's own words by BM25 (chosen on LoCoMo tuning
 #: conversations: 0.3, 0.5 and 1.0 gave expanded recall@10 74.3, 75.7 and 74.6).

@@ -94,7 +94,7 @@ class MemoryState:
         for name in record.entities:
             self._spelling.setdefault(name.casefold(), name)
         self._set_context(stored)
-        self._refresh_successor(key)
+        self._refresh_neighbours(key)
 
     def remove(self, memory_id: str, at: datetime) -> None:
         """Soft-delete a memory: it leaves every index (its edges are skipped on read)."""
@@ -108,25 +108,27 @@ class MemoryState:
         self._by_hash[stored.content_hash].remove(memory_id)
         self._token_total -= stored.token_total
         self._drop_context(stored)
-        self._refresh_successor(key)
+        self._refresh_neighbours(key)
 
     # -- context at index time (adapters/sqlite/context.py) --------------------------------------
 
-    def _set_context(self, stored: StoredMemory) -> None:
-        key = (stored.record.created_at, stored.record.id)
+    def _around(self, key: TimeKey) -> list[StoredMemory]:
+        """The active memories just before and just after ``key`` (which may be indexed or not)."""
         position = bisect.bisect_left(self._by_time, key)
+        after = position + 1 if position < len(self._by_time) and self._by_time[position] == key else position
+        indexes = [index for index in (position - 1, after) if 0 <= index < len(self._by_time)]
+        return [self.memories[self._by_time[index][1]] for index in indexes]
+
+    def _set_context(self, stored: StoredMemory) -> None:
+        record = stored.record
         context: Counter[str] = Counter()
-        if position > 0:
-            moment, previous_id = self._by_time[position - 1]
-            previous = self.memories[previous_id]
-            if (
-                stored.record.created_at - moment <= CONTEXT_WINDOW
-                and previous.record.source != stored.record.source
-            ):
-                context = Counter(previous.token_counts)
+        for other in self._around((record.created_at, record.id)):
+            near = abs(other.record.created_at - record.created_at) <= CONTEXT_WINDOW
+            if near and other.record.source != record.source:
+                context.update(other.token_counts)
         stored.context_counts = context
         for token in context:
-            self._context_postings.setdefault(token, set()).add(stored.record.id)
+            self._context_postings.setdefault(token, set()).add(record.id)
         self._token_total += sum(context.values())
 
     def _drop_context(self, stored: StoredMemory) -> None:
@@ -135,13 +137,11 @@ class MemoryState:
         self._token_total -= sum(stored.context_counts.values())
         stored.context_counts = Counter()
 
-    def _refresh_successor(self, key: TimeKey) -> None:
-        """The memory after ``key`` takes the one now before it as its context."""
-        position = bisect.bisect_right(self._by_time, key)
-        if position < len(self._by_time):
-            successor = self.memories[self._by_time[position][1]]
-            self._drop_context(successor)
-            self._set_context(successor)
+    def _refresh_neighbours(self, key: TimeKey) -> None:
+        """The memories around ``key`` re-derive their context (it was just added or removed)."""
+        for neighbour in self._around(key):
+            self._drop_context(neighbour)
+            self._set_context(neighbour)
 
     def _time_lists(self, stored: StoredMemory) -> list[list[TimeKey]]:
         lists = [self._by_time, self._by_source.setdefault(stored.record.source, [])]

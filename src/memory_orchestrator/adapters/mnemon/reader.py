@@ -394,17 +394,14 @@ def _supersessions(
 
 
 def _documents(records: list[MemoryRecord]) -> Iterable[tuple[str, str, str]]:
-    """``(id, text, context)`` per memory; the context is the memory just before it in time when
-    another source wrote it within ``CONTEXT_WINDOW`` (the message a reply answers)."""
+    """``(id, text, context)`` per memory; the context is the memories just before and after it in
+    time that another source wrote within ``CONTEXT_WINDOW`` (the turns around a conversation turn)."""
     records.sort(key=lambda record: (record.created_at, record.id))
-    previous: MemoryRecord | None = None
-    for record in records:
-        context = ""
-        if (
-            previous is not None
-            and previous.source != record.source
-            and record.created_at - previous.created_at <= CONTEXT_WINDOW
-        ):
-            context = previous.content
+    for index, record in enumerate(records):
+        around = [records[i] for i in (index - 1, index + 1) if 0 <= i < len(records)]
+        context = " ".join(
+            other.content
+            for other in around
+            if other.source != record.source and abs(other.created_at - record.created_at) <= CONTEXT_WINDOW
+        )
         yield record.id, " ".join((record.content, *record.tags, *record.entities)), context
-        previous = record

@@ -1,29 +1,32 @@
-"""Context at index time: a reply is also found by the words of the message it answers.
+"""Context at index time: a conversation turn is also found by the words of the turns around it.
 
 In a conversation the answer is often a turn that does not repeat the question's words: "What
 career path has Caroline decided to pursue?" is answered by "I'm thinking of working with trans
 people ..." right after Melanie asked "What kind of counseling do you want to pursue?". The keyword
 index therefore keeps, beside each memory's own tokens, a ``context`` column holding the tokens of
-the memory immediately before it in time when that one is at most ``ports.text.CONTEXT_WINDOW`` older
-and was written by another source (a conversation's other speaker: one agent's own notes in a row
-are separate facts, not a question and its answer), and BM25 weighs that column at
-``CONTEXT_WEIGHT``. Stored memories are unchanged; only what a
-memory is matched on grows. On LoCoMo's held-out conversations this lifted keyword recall@10 from
-60.2 to 66.6 and the expanded pipeline from 64.7 to 69.8. The in-memory reference backend keeps the
-same index (adapters/memory/state.py), so both answer alike.
+the memories immediately before and after it in time, each when it is at most
+``ports.text.CONTEXT_WINDOW`` away and was written by another source (the other speaker: one
+agent's own notes in a row are separate facts, not a question and its answer), and BM25 weighs that
+column at ``CONTEXT_WEIGHT``. Stored memories are unchanged; only what a memory is matched on grows.
+On LoCoMo's held-out conversations the previous turn lifted keyword recall@10 from 60.2 to 66.6 and
+the expanded pipeline from 64.7 to 69.8; the next turn added 2 more points to the pipeline. The
+in-memory reference backend keeps the same index (adapters/memory/state.py) and the Mnemon adapter's
+BM25 index does too (adapters/mnemon/reader.py), so all answer alike.
 
-The column follows the store: a memory written between two others (back-dated) becomes its
-successor's context, and forgetting a memory hands its successor the context before it, so the
-words of a forgotten memory stop finding anything.
+The column follows the store: a memory written between two others (back-dated) changes both
+neighbours' context, and forgetting a memory hands its neighbours the ones beyond it, so the words of
+a forgotten memory stop finding anything.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 import aiosqlite
 
 from memory_orchestrator.adapters.sqlite.rows import stamp
+from memory_orchestrator.ports import parse_timestamp
 from memory_orchestrator.ports.text import CONTEXT_WEIGHT, CONTEXT_WINDOW
 
 #: ``bm25()`` with the column weights, for ORDER BY in keyword search.
@@ -31,50 +34,51 @@ BM25 = f"bm25(memories_fts, 1.0, {CONTEXT_WEIGHT!r})"
 #: An FTS5 column filter: match the memory's own words only (link rules, duplicates).
 OWN_WORDS = "{tokens}"
 
+_NEIGHBOUR = (
+    "SELECT m.rowid, m.created_at, m.source, f.tokens FROM memories m "
+    "JOIN memories_fts f ON f.rowid = m.rowid WHERE m.deleted_at IS NULL AND m.rowid != ? AND {side} "
+    "ORDER BY {order} LIMIT 1"
+)
+_BEFORE = _NEIGHBOUR.format(
+    side="(m.created_at < ? OR (m.created_at = ? AND m.rowid < ?))", order="m.created_at DESC, m.rowid DESC"
+)
+_AFTER = _NEIGHBOUR.format(
+    side="(m.created_at > ? OR (m.created_at = ? AND m.rowid > ?))", order="m.created_at, m.rowid"
+)
 
-async def context_before(
-    db: aiosqlite.Connection, created_at: datetime, source: str, rowid: int | None = None
-) -> str:
-    """The FTS tokens of the active memory just before ``created_at`` within the window, when another
-    ``source`` wrote it ('' otherwise).
 
-    ``rowid`` is the memory being indexed; a memory at the very same moment with a smaller rowid
-    counts as before it (bulk writes stamp several memories alike).
-    """
+@dataclass(frozen=True, slots=True)
+class _Row:
+    rowid: int
+    created_at: datetime
+    source: str
+    tokens: str
+
+
+async def _around(db: aiosqlite.Connection, created_at: datetime, rowid: int) -> list[_Row]:
+    """The active memories just before and just after (``created_at``, ``rowid``) in time."""
     at = stamp(created_at)
-    floor = stamp(created_at - CONTEXT_WINDOW)
-    rows = list(
-        await db.execute_fetchall(
-            "SELECT f.tokens, m.source FROM memories m JOIN memories_fts f ON f.rowid = m.rowid "
-            "WHERE m.deleted_at IS NULL AND m.created_at >= ? "
-            "AND (m.created_at < ? OR (m.created_at = ? AND m.rowid < ?)) "
-            "ORDER BY m.created_at DESC, m.rowid DESC LIMIT 1",
-            (floor, at, at, rowid if rowid is not None else -1),
-        )
+    found = []
+    for sql in (_BEFORE, _AFTER):
+        rows = list(await db.execute_fetchall(sql, (rowid, at, at, rowid)))
+        if rows:
+            row = rows[0]
+            found.append(_Row(int(row[0]), parse_timestamp(str(row[1])), str(row[2]), str(row[3])))
+    return found
+
+
+async def context_of(db: aiosqlite.Connection, created_at: datetime, source: str, rowid: int) -> str:
+    """The FTS tokens of the memories around the memory ``rowid`` that count as its context."""
+    return " ".join(
+        row.tokens
+        for row in await _around(db, created_at, rowid)
+        if row.source != source and abs(row.created_at - created_at) <= CONTEXT_WINDOW
     )
-    return str(rows[0][0]) if rows and str(rows[0][1]) != source else ""
 
 
-async def refresh_successor(db: aiosqlite.Connection, created_at: datetime, rowid: int) -> None:
-    """Re-derive the context of the active memory right after (``created_at``, ``rowid``).
-
-    Called after a memory is inserted (it may now be its successor's context) or forgotten (its
-    successor's context falls back to the memory before it). Cheap when the memory is the newest,
-    as in chronological writes: the lookup finds nothing.
-    """
-    at = stamp(created_at)
-    rows = list(
-        await db.execute_fetchall(
-            "SELECT m.rowid, m.created_at, m.source FROM memories m JOIN memories_fts f ON f.rowid = m.rowid "
-            "WHERE m.deleted_at IS NULL AND m.rowid != ? "
-            "AND (m.created_at > ? OR (m.created_at = ? AND m.rowid > ?)) "
-            "ORDER BY m.created_at, m.rowid LIMIT 1",
-            (rowid, at, at, rowid),
-        )
-    )
-    if not rows:
-        return
-    successor, stamp_text = int(rows[0][0]), str(rows[0][1])
-    moment = datetime.fromisoformat(stamp_text.replace("Z", "+00:00"))
-    context = await context_before(db, moment, str(rows[0][2]), successor)
-    await db.execute("UPDATE memories_fts SET context = ? WHERE rowid = ?", (context, successor))
+async def refresh_neighbours(db: aiosqlite.Connection, created_at: datetime, rowid: int) -> None:
+    """Re-derive the context of the memories around (``created_at``, ``rowid``): called after that
+    memory is inserted (it is now their neighbour) or forgotten (the ones beyond it now are)."""
+    for row in await _around(db, created_at, rowid):
+        context = await context_of(db, row.created_at, row.source, row.rowid)
+        await db.execute("UPDATE memories_fts SET context = ? WHERE rowid = ?", (context, row.rowid))

@@ -116,21 +116,26 @@ CREATE INDEX IF NOT EXISTS vectors_space_rowid ON vectors(space, memory_rowid);
 """
 
 # Version 4: context at index time (adapters/sqlite/context.py). The keyword index gains a
-# ``context`` column: the tokens of the memory just before each one (within an hour, from another
-# source), weighed by BM25 beside the memory's own words. Existing rows get theirs from the memories'
-# order in time.
+# ``context`` column: the tokens of the memories just before and after each one (within an hour,
+# from another source), weighed by BM25 beside the memory's own words. Existing rows get theirs from
+# the memories' order in time.
 SCHEMA_V4 = """
 ALTER TABLE memories_fts RENAME TO memories_fts_v3;
 CREATE VIRTUAL TABLE memories_fts USING fts5(
     tokens, context, tokenize = 'porter unicode61 remove_diacritics 0'
 );
 INSERT INTO memories_fts (rowid, tokens, context)
-SELECT row_id, tokens, CASE WHEN previous_at IS NOT NULL AND previous_source != source
-    AND julianday(created_at) - julianday(previous_at) <= 1.0 / 24 THEN previous_tokens ELSE '' END
+SELECT row_id, tokens, trim(
+    CASE WHEN previous_source != source AND julianday(created_at) - julianday(previous_at) <= 1.0 / 24
+        THEN previous_tokens ELSE '' END || ' ' ||
+    CASE WHEN next_source != source AND julianday(next_at) - julianday(created_at) <= 1.0 / 24
+        THEN next_tokens ELSE '' END)
 FROM (
     SELECT f.rowid AS row_id, f.tokens AS tokens, m.created_at AS created_at, m.source AS source,
         lag(f.tokens) OVER ordered AS previous_tokens, lag(m.created_at) OVER ordered AS previous_at,
-        lag(m.source) OVER ordered AS previous_source
+        lag(m.source) OVER ordered AS previous_source,
+        lead(f.tokens) OVER ordered AS next_tokens, lead(m.created_at) OVER ordered AS next_at,
+        lead(m.source) OVER ordered AS next_source
     FROM memories_fts_v3 f JOIN memories m ON m.rowid = f.rowid
     WHERE m.deleted_at IS NULL
     WINDOW ordered AS (ORDER BY m.created_at, m.rowid)

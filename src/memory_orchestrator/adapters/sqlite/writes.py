@@ -9,7 +9,7 @@ from typing import Any
 
 import aiosqlite
 
-from memory_orchestrator.adapters.sqlite.context import OWN_WORDS, context_before, refresh_successor
+from memory_orchestrator.adapters.sqlite.context import OWN_WORDS, context_of, refresh_neighbours
 from memory_orchestrator.adapters.sqlite.rows import as_json, fts_query, stamp
 from memory_orchestrator.adapters.sqlite.terms import count_terms, selective_terms
 from memory_orchestrator.ports import ChangeKind, MemoryRecord, parse_timestamp
@@ -156,12 +156,12 @@ async def insert_memory(db: aiosqlite.Connection, record: MemoryRecord, digest: 
     )
     tokens = tokenize(record.content)
     row = int(rowid[0]) if rowid else None
-    context = await context_before(db, record.created_at, record.source, row)
+    context = await context_of(db, record.created_at, record.source, row) if row is not None else ""
     await db.execute(
         "INSERT INTO memories_fts (rowid, tokens, context) VALUES (?, ?, ?)", (row, " ".join(tokens), context)
     )
     if row is not None:
-        await refresh_successor(db, record.created_at, row)
+        await refresh_neighbours(db, record.created_at, row)
     await count_terms(db, tokens, +1)
     spellings = {name.casefold(): name for name in reversed(record.entities)}
     created = stamp(record.created_at)
@@ -189,8 +189,8 @@ async def remove_from_indexes(db: aiosqlite.Connection, memory_id: str) -> None:
         "DELETE FROM memories_fts WHERE rowid = (SELECT rowid FROM memories WHERE id = ?)", (memory_id,)
     )
     for row in rows:
-        # its words were its successor's context: the successor now takes the memory before it
-        await refresh_successor(db, parse_timestamp(str(row[2])), int(row[1]))
+        # its words were its neighbours' context: they now take the memories beyond it
+        await refresh_neighbours(db, parse_timestamp(str(row[2])), int(row[1]))
     rows = await db.execute_fetchall(
         "SELECT entity_norm FROM memory_entities WHERE memory_id = ?", (memory_id,)
     )
