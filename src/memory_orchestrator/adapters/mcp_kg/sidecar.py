@@ -10,22 +10,18 @@ serialises writers across processes.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import fcntl
 import json
-import os
 import sqlite3
-import time
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 
 from memory_orchestrator.ports import BackendUnavailable, Change, ChangeKind, Edge, EdgeType
+from memory_orchestrator.ports.file_lock import exclusive_file_lock
 
 BACKEND = "mcp_kg"
-POLL_S = 0.01
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS memories (
@@ -68,28 +64,9 @@ def sidecar_paths(memory_file: Path) -> tuple[Path, Path]:
     return stem.with_name(f"{stem.name}.orchestrator.db"), stem.with_name(f"{stem.name}.orchestrator.lock")
 
 
-@contextlib.asynccontextmanager
-async def writer_lock(path: Path, timeout_s: float) -> AsyncIterator[None]:
+def writer_lock(path: Path, timeout_s: float) -> contextlib.AbstractAsyncContextManager[None]:
     """Hold an exclusive ``flock`` on ``path``; ``BackendUnavailable`` after ``timeout_s``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    message = f"another writer held the knowledge graph for over {timeout_s:g} s"
-                    raise BackendUnavailable(message, backend=BACKEND) from None
-                await asyncio.sleep(POLL_S)
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
+    return exclusive_file_lock(path, timeout_s, held="the knowledge graph", backend=BACKEND)
 
 
 def _when(text: str | None) -> datetime | None:

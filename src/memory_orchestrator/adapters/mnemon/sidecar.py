@@ -9,20 +9,16 @@ Both live in ``<data_dir>/.orchestrator/``, a folder Mnemon does not use.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import fcntl
 import json
-import os
 import sqlite3
-import time
-from collections.abc import AsyncIterator, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from memory_orchestrator.ports import BackendUnavailable
+from memory_orchestrator.ports.file_lock import exclusive_file_lock
 
 BACKEND = "mnemon"
-POLL_S = 0.01
 
 
 def sidecar_dir(data_dir: Path) -> Path:
@@ -30,29 +26,9 @@ def sidecar_dir(data_dir: Path) -> Path:
     return data_dir / ".orchestrator"
 
 
-@contextlib.asynccontextmanager
-async def store_write_lock(path: Path, timeout_s: float) -> AsyncIterator[None]:
+def store_write_lock(path: Path, timeout_s: float) -> contextlib.AbstractAsyncContextManager[None]:
     """Hold an exclusive ``flock`` on ``path``; ``BackendUnavailable`` after ``timeout_s``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        deadline = time.monotonic() + timeout_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline:
-                    raise BackendUnavailable(
-                        f"another writer held the Mnemon store for over {timeout_s:g} s", backend=BACKEND
-                    ) from None
-                await asyncio.sleep(POLL_S)
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-    finally:
-        os.close(fd)
+    return exclusive_file_lock(path, timeout_s, held="the Mnemon store", backend=BACKEND)
 
 
 class MetadataFile:
