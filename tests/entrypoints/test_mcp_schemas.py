@@ -6,6 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from memory_orchestrator.entrypoints.mcp.published import output_schema
 from memory_orchestrator.entrypoints.mcp.schemas import (
     ContextInput,
     ExpandInput,
@@ -15,6 +16,7 @@ from memory_orchestrator.entrypoints.mcp.schemas import (
     WriteInput,
     validate_input,
 )
+from memory_orchestrator.entrypoints.mcp.tools import tool_specs
 from memory_orchestrator.ports import MAX_CONTENT_BYTES, EdgeType, Filters, Intent, TimeRange
 
 
@@ -147,3 +149,11 @@ def test_filters_accept_entity_ids_and_memory_types_as_aliases() -> None:
     assert payload.to_domain().filters == Filters(categories=("decision",), entities=("Atlas",))
     properties = SearchInput.model_json_schema()["$defs"]["FiltersInput"]["properties"]
     assert {"entities", "categories"} <= set(properties)
+
+
+def test_each_published_output_schema_names_exactly_the_fields_of_its_generated_schema() -> None:
+    for spec in tool_specs(include_session_tools=True):
+        generated = spec.output_model.model_json_schema()["properties"]
+        published = output_schema(spec.output_model)
+        assert list(published["properties"]) == list(generated), spec.name
+        assert all(value == {} for value in published["properties"].values())

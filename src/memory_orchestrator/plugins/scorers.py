@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from memory_orchestrator.ports import InvalidRequest, MemoryRecord, ScoringContext
@@ -36,8 +37,10 @@ class TagMatchScorer:
         """Return the tag-match signal of ``record`` in ``[0, 1]``."""
         if not record.tags:
             return 0.0
-        words = _words(f"{context.query} {context.task}")
-        entities = {entity.casefold() for entity in context.entities}
+        # The question's words and entities are the same for every candidate of a request (about
+        # 50): read once through the caches below rather than once per candidate.
+        words = _question_words(context.query, context.task)
+        entities = _folded(context.entities)
         matches = sum(1 for tag in set(record.tags) if _tag_named(tag, words, entities))
         return 1.0 - 0.5**matches
 
@@ -46,11 +49,26 @@ def _words(text: str) -> tuple[str, ...]:
     return tuple(word.casefold() for word in _WORD.findall(text))
 
 
-def _tag_named(tag: str, words: tuple[str, ...], entities: set[str]) -> bool:
+@lru_cache(maxsize=64)  # a few concurrent requests' questions (up to ~4k characters each)
+def _question_words(query: str, task: str) -> tuple[str, ...]:
+    return _words(f"{query} {task}")
+
+
+@lru_cache(maxsize=4096)  # tags are short and recur across memories
+def _tag_words(folded_tag: str) -> tuple[str, ...]:
+    return _words(folded_tag)
+
+
+@lru_cache(maxsize=256)
+def _folded(entities: tuple[str, ...]) -> frozenset[str]:
+    return frozenset(entity.casefold() for entity in entities)
+
+
+def _tag_named(tag: str, words: tuple[str, ...], entities: frozenset[str]) -> bool:
     folded = tag.casefold()
     if folded in entities:
         return True
-    tag_words = _words(folded)
+    tag_words = _tag_words(folded)
     if not tag_words:
         return False
     size = len(tag_words)

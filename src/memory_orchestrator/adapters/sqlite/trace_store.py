@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sqlite3
 from collections.abc import Mapping
@@ -13,7 +12,6 @@ from typing import Any
 import aiosqlite
 
 from memory_orchestrator.adapters.sqlite.rows import stamp
-from memory_orchestrator.adapters.sqlite.transactions import rollback
 from memory_orchestrator.ports import BackendUnavailable, InvalidRequest, parse_timestamp
 
 SCHEMA = """
@@ -35,7 +33,6 @@ class SqliteTraceStore:
         self.retention = retention
         self.busy_timeout_ms = busy_timeout_ms
         self._db: aiosqlite.Connection | None = None
-        self._lock = asyncio.Lock()
         #: Saves since the last prune: pruning is an index scan of ``retention`` rows, so it runs
         #: once per 1/16 of the retention (the store holds at most 6% more than it keeps, briefly).
         self._unpruned = 0
@@ -79,32 +76,31 @@ class SqliteTraceStore:
         return self._db
 
     async def save(self, trace_id: str, created_at: datetime, document: Mapping[str, Any]) -> None:
-        """Store (or replace) one document, then prune beyond ``retention``."""
+        """Store (or replace) one document, then prune beyond ``retention`` now and then.
+
+        Each statement commits on its own (autocommit; the prune need not be atomic with the
+        insert): one round trip to the connection's thread per trace instead of three (BEGIN,
+        INSERT, COMMIT) under a lock every concurrent request queued on. A cancelled save leaves
+        no transaction open: a single statement either committed or did not.
+        """
         text = json.dumps(document, ensure_ascii=False, default=str)
         db = self._conn()
-        async with self._lock:
-            try:
-                await db.execute("BEGIN IMMEDIATE")
+        try:
+            await db.execute(
+                "INSERT OR REPLACE INTO traces (trace_id, created_at, document) VALUES (?, ?, ?)",
+                (trace_id, stamp(created_at), text),
+            )
+            self._unpruned += 1
+            if self._unpruned >= max(1, self.retention // 16):
+                self._unpruned = 0
+                # Keep the newest `retention` rows; the index makes the offset lookup cheap.
                 await db.execute(
-                    "INSERT OR REPLACE INTO traces (trace_id, created_at, document) VALUES (?, ?, ?)",
-                    (trace_id, stamp(created_at), text),
+                    "DELETE FROM traces WHERE rowid IN (SELECT rowid FROM traces "
+                    "ORDER BY created_at DESC, trace_id DESC LIMIT -1 OFFSET ?)",
+                    (self.retention,),
                 )
-                self._unpruned += 1
-                if self._unpruned >= max(1, self.retention // 16):
-                    # Keep the newest `retention` rows; the index makes the offset lookup cheap.
-                    await db.execute(
-                        "DELETE FROM traces WHERE rowid IN (SELECT rowid FROM traces "
-                        "ORDER BY created_at DESC, trace_id DESC LIMIT -1 OFFSET ?)",
-                        (self.retention,),
-                    )
-                    self._unpruned = 0
-                await db.execute("COMMIT")
-            except sqlite3.Error as exc:
-                await rollback(db)
-                raise BackendUnavailable(f"trace store: {exc}", backend="sqlite-traces") from exc
-            except BaseException:
-                await rollback(db)  # cancelled mid-transaction: do not leave it open
-                raise
+        except sqlite3.Error as exc:
+            raise BackendUnavailable(f"trace store: {exc}", backend="sqlite-traces") from exc
 
     async def load(self, trace_id: str) -> Mapping[str, Any] | None:
         """The stored document, or ``None``."""

@@ -55,5 +55,7 @@ def input_schema(model: type[BaseModel]) -> dict[str, Any]:
 
 def output_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The published output schema of a tool: an object and the names of its fields."""
-    names = model.model_json_schema().get("properties", {})
+    # The field names straight from the model: generating its whole JSON schema only to read them
+    # cost ~2-4 ms per tool at every server start.
+    names = (field.alias or name for name, field in model.model_fields.items())
     return {"type": "object", "properties": {name: {} for name in names}}
