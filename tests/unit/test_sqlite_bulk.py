@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -108,3 +110,58 @@ async def test_keyword_search_finds_visible_matches_beyond_the_bounded_pool(
         assert {hit.record.id for hit in hits} <= {result.id for result in written[:5]}
         everything = await backend.search("kafka lag", limit=20, now=T0 + timedelta(days=400))
         assert len(everything) == 20
+
+
+def corpus() -> list[NewMemory]:
+    """A few hundred synthetic memories in three batches: exact repeats inside a batch and across
+    batches, one kept without dedup, and back-dated memories that slot into earlier chains."""
+    from memory_orchestrator.evaluation.datasets import chronological, to_new_memory
+    from memory_orchestrator.evaluation.synthetic import synthetic_dataset
+
+    dataset = synthetic_dataset(240, queries=1, seed=3)
+    memories = [
+        replace(to_new_memory(memory, backdated=True), dedup=True)
+        for memory in chronological(dataset.memories)
+    ]
+    repeats = [memories[10], memories[95], memories[150]]  # same batch, earlier batch, two back
+    memories[100:100] = repeats[:1]
+    memories[130:130] = repeats[1:2]
+    memories[200:200] = repeats[2:]
+    memories.insert(170, NewMemory(memories[20].content, source="user", dedup=False))
+    early = [replace(memories[i], created_at=T0 - timedelta(days=400 - i)) for i in (3, 90, 160)]
+    memories[120:120] = [replace(early[0], content=early[0].content + " (late)"), early[1]]
+    return memories
+
+
+@pytest.mark.anyio
+async def test_batches_store_what_one_write_at_a_time_stores(tmp_path: Path) -> None:
+    memories = corpus()
+    cuts = [0, 90, 180, len(memories)]
+    one, many = tmp_path / "one.db", tmp_path / "many.db"
+    async with SqliteBackend(one, clock=FixedClock(T0)) as backend:
+        singles = []
+        for start, end in pairwise(cuts):
+            singles += [await backend.remember(memory) for memory in memories[start:end]]
+            await backend.forget(singles[start + 5].id)  # a forgotten memory is no candidate any more
+    async with SqliteBackend(many, clock=FixedClock(T0)) as backend:
+        bulk = []
+        for start, end in pairwise(cuts):
+            bulk += await backend.remember_many(memories[start:end])
+            await backend.forget(bulk[start + 5].id)
+    assert [r.action for r in bulk] == [r.action for r in singles]
+    skipped = [i for i, r in enumerate(bulk) if r.action is WriteAction.SKIPPED]
+    assert len(skipped) >= 3
+    position = {r.id: i for i, r in enumerate(bulk) if r.action is WriteAction.ADDED}
+    assert [position[bulk[i].duplicate_of or ""] for i in skipped] == [
+        next(i for i, r in enumerate(singles) if r.id == singles[j].duplicate_of) for j in skipped
+    ]
+    assert [dict(r.edges_created) for r in bulk] == [dict(r.edges_created) for r in singles]
+    ids_one = {r.id: i for i, r in enumerate(singles)}
+    ids_many = {r.id: i for i, r in enumerate(bulk)}
+    assert [[(ids_many[c.id], c.similarity, c.reason) for c in r.candidates] for r in bulk] == [
+        [(ids_one[c.id], c.similarity, c.reason) for c in r.candidates] for r in singles
+    ]
+    memories_one, edges_one = snapshot(one, [r.id for r in singles])
+    memories_many, edges_many = snapshot(many, [r.id for r in bulk])
+    assert memories_many == memories_one
+    assert edges_many == edges_one and len(edges_one) > 10 * len(memories)

@@ -48,7 +48,7 @@ from memory_orchestrator.ports import (
     ensure_utc,
     parse_timestamp,
 )
-from memory_orchestrator.ports.autolinks import entities_for, link_candidates, plan_edges, sketch
+from memory_orchestrator.ports.autolinks import entities_for, plan_links, sketch
 from memory_orchestrator.ports.recall import fuse_recall
 from memory_orchestrator.ports.text import (
     content_hash,
@@ -83,6 +83,8 @@ class SqliteBackend(AsyncLifecycle):
         self.busy_timeout_ms = busy_timeout_ms
         self._db: aiosqlite.Connection | None = None
         self._write_lock = asyncio.Lock()
+        #: Candidate sketches read by earlier writes (used only under the write lock).
+        self._sketches = writes.SketchCache()
         #: Opened read-only because the store cannot be written (see ``open``).
         self.read_only = False
 
@@ -254,13 +256,18 @@ class SqliteBackend(AsyncLifecycle):
         try:
             await self._begin(conn)
             results = []
+            # No write reads edges, and every automatic edge touches its brand-new memory: the batch's
+            # edges go in at the end, in key order (one statement, sequential B-tree inserts).
+            edges: list[Edge] = []
             for memory in memories:
                 digest = content_hash(memory.content)
                 existing = await writes.find_active_duplicate(conn, digest) if memory.dedup else None
                 if existing is not None:
                     results.append(await self._skipped(conn, existing))
                 else:
-                    results.append(await self._insert(conn, memory, digest))
+                    results.append(await self._insert(conn, memory, digest, edges))
+            edges.sort(key=lambda edge: (edge.source, edge.target, edge.type.value))
+            await graph.insert_edges(conn, edges)
             await conn.execute("COMMIT")
         except BaseException:
             await rollback(conn)
@@ -271,7 +278,11 @@ class SqliteBackend(AsyncLifecycle):
         found = await active_records(db, [existing])
         return WriteResult(existing, WriteAction.SKIPPED, duplicate_of=existing, record=found.get(existing))
 
-    async def _insert(self, db: aiosqlite.Connection, memory: NewMemory, digest: str) -> WriteResult:
+    async def _insert(
+        self, db: aiosqlite.Connection, memory: NewMemory, digest: str, deferred: list[Edge] | None = None
+    ) -> WriteResult:
+        """Store one new memory and its automatic edges (appended to ``deferred`` when given, for the
+        caller to insert before it commits)."""
         now = self._now()
         known = await writes.known_names(db, name_candidates(memory.content))
         record = MemoryRecord(
@@ -287,14 +298,17 @@ class SqliteBackend(AsyncLifecycle):
             metadata=dict(memory.metadata),
         )
         new = sketch(record)
-        others = await writes.load_sketches(db, await writes.candidate_ids(db, new))
+        others = await writes.load_sketches(db, await writes.candidate_ids(db, new), self._sketches)
         counts = await writes.entity_counts(db, new.entities)
-        edges = plan_edges(new, others, at=now, entity_counts=counts)
+        edges, candidates = plan_links(new, others, at=now, entity_counts=counts)
         await writes.insert_memory(db, record, digest, memory.dedup)
-        await graph.insert_edges(db, edges)
+        if deferred is None:
+            await graph.insert_edges(db, edges)
+        else:
+            deferred.extend(edges)
         await writes.log_change(db, ChangeKind.ADDED, record.id, stamp(now))
+        self._sketches.put(new)
         created = Counter(edge.type.value for edge in edges)
-        candidates = link_candidates(new, others)
         return WriteResult(
             record.id, WriteAction.ADDED, candidates=candidates, edges_created=created, record=record
         )
