@@ -67,6 +67,10 @@ from memory_orchestrator.ports.validation import (
 #: Attempts and first back-off of a write transaction that finds the database locked.
 WRITE_ATTEMPTS = 6
 FIRST_BACKOFF_S = 0.05
+#: Page cache per connection, KiB (SQLite's default is 2 MiB). On a large store each write's candidate
+#: lookups and keyword search touch more index pages than that: at 100k memories a write's candidate
+#: query cost ~40% less CPU with 64 MiB. Allocated only as pages are read.
+CACHE_KIB = 65536
 
 
 class SqliteBackend(AsyncLifecycle):
@@ -85,6 +89,8 @@ class SqliteBackend(AsyncLifecycle):
         self._write_lock = asyncio.Lock()
         #: Candidate sketches read by earlier writes (used only under the write lock).
         self._sketches = writes.SketchCache()
+        #: The bulk path's own connection, kept between batches so its page cache stays warm.
+        self._bulk: sqlite3.Connection | None = None
         #: Opened read-only because the store cannot be written (see ``open``).
         self.read_only = False
 
@@ -121,6 +127,7 @@ class SqliteBackend(AsyncLifecycle):
             await db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms):d}")
             await db.execute("PRAGMA journal_mode = WAL")
             await db.execute("PRAGMA synchronous = NORMAL")
+            await db.execute(f"PRAGMA cache_size = {-CACHE_KIB:d}")
             await migrate(db, backend=self.name)
         except BaseException:
             await db.close()
@@ -145,8 +152,13 @@ class SqliteBackend(AsyncLifecycle):
         return db
 
     async def aclose(self) -> None:
-        """Close the connection. Idempotent."""
+        """Close the connections. Idempotent."""
         db, self._db = self._db, None
+        if self._bulk is not None:
+            async with self._write_lock:  # a batch still running on a worker thread finishes first
+                bulk, self._bulk = self._bulk, None
+            if bulk is not None:
+                bulk.close()
         if db is not None:
             await db.close()
 
@@ -243,13 +255,20 @@ class SqliteBackend(AsyncLifecycle):
                 return await asyncio.to_thread(self._remember_batch, batch)
 
     def _remember_batch(self, memories: list[NewMemory]) -> list[WriteResult]:
-        connection = sqlite3.connect(self.path, isolation_level=None)
-        try:
+        # Batches run one at a time (the write lock), each on some worker thread: one connection is
+        # reused across threads, and dropped after a failure in case the failure was the connection's.
+        if self._bulk is None:
+            connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms):d}")
             connection.execute("PRAGMA synchronous = NORMAL")
-            return asyncio.run(self._store_batch(SyncConnection(connection), memories))
-        finally:
-            connection.close()
+            connection.execute(f"PRAGMA cache_size = {-CACHE_KIB:d}")
+            self._bulk = connection
+        try:
+            return asyncio.run(self._store_batch(SyncConnection(self._bulk), memories))
+        except BaseException:
+            broken, self._bulk = self._bulk, None
+            broken.close()
+            raise
 
     async def _store_batch(self, db: SyncConnection, memories: list[NewMemory]) -> list[WriteResult]:
         conn = cast(aiosqlite.Connection, db)
