@@ -69,8 +69,8 @@ WRITE_ATTEMPTS = 6
 FIRST_BACKOFF_S = 0.05
 #: Page cache per connection, KiB (SQLite's default is 2 MiB). On a large store each write's candidate
 #: lookups and keyword search touch more index pages than that: at 100k memories a write's candidate
-#: query cost ~40% less CPU with 64 MiB. Allocated only as pages are read.
-CACHE_KIB = 65536
+#: query cost ~40% less CPU with 32-64 MiB. Allocated only as pages are read (it raises peak RSS).
+CACHE_KIB = 32768
 
 
 class SqliteBackend(AsyncLifecycle):

@@ -92,7 +92,7 @@ class SketchCache:
     callers only ask for ids an index found active in the current transaction. Recent memories are
     candidates of many writes in a row (a bulk import above all): each is read and parsed once."""
 
-    def __init__(self, size: int = 20000) -> None:
+    def __init__(self, size: int = 8192) -> None:
         self.size = size
         self._items: dict[str, MemorySketch] = {}
 
