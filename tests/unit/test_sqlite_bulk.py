@@ -165,3 +165,29 @@ async def test_batches_store_what_one_write_at_a_time_stores(tmp_path: Path) -> 
     memories_many, edges_many = snapshot(many, [r.id for r in bulk])
     assert memories_many == memories_one
     assert edges_many == edges_one and len(edges_one) > 10 * len(memories)
+
+
+async def stored_count(path: Path, memories: list[NewMemory]) -> int:
+    """How many of ``memories`` a fresh store keeps (repeats are skipped)."""
+    async with SqliteBackend(path, clock=FixedClock(T0)) as backend:
+        await backend.remember_many(memories)
+        return await backend.count()
+
+
+@pytest.mark.anyio
+async def test_closing_during_a_cancelled_batch_leaves_it_whole(tmp_path: Path) -> None:
+    import asyncio
+
+    memories = corpus()
+    backend = SqliteBackend(tmp_path / "m.db", clock=FixedClock(T0))
+    await backend.open()
+    await backend.remember_many(memories[:10])  # the bulk connection now exists
+    task = asyncio.create_task(backend.remember_many(memories[10:]))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    await backend.aclose()  # waits for the batch still running on its worker thread, if it started
+    async with SqliteBackend(tmp_path / "m.db", clock=FixedClock(T0)) as reopened:
+        # the batch is all or nothing
+        assert await reopened.count() in (10, await stored_count(tmp_path / "all.db", memories))
+        more = await reopened.remember_many([NewMemory("one more memory after the close")])
+        assert more[0].action is WriteAction.ADDED

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
@@ -91,6 +92,9 @@ class SqliteBackend(AsyncLifecycle):
         self._sketches = writes.SketchCache()
         #: The bulk path's own connection, kept between batches so its page cache stays warm.
         self._bulk: sqlite3.Connection | None = None
+        #: Held by the worker thread for a whole batch: a batch whose caller was cancelled still runs
+        #: to its end, and closing waits for it rather than pulling the connection from under it.
+        self._bulk_lock = threading.Lock()
         #: Opened read-only because the store cannot be written (see ``open``).
         self.read_only = False
 
@@ -155,10 +159,7 @@ class SqliteBackend(AsyncLifecycle):
         """Close the connections. Idempotent."""
         db, self._db = self._db, None
         if self._bulk is not None:
-            async with self._write_lock:  # a batch still running on a worker thread finishes first
-                bulk, self._bulk = self._bulk, None
-            if bulk is not None:
-                bulk.close()
+            await asyncio.to_thread(self._close_bulk)
         if db is not None:
             await db.close()
 
@@ -255,20 +256,29 @@ class SqliteBackend(AsyncLifecycle):
                 return await asyncio.to_thread(self._remember_batch, batch)
 
     def _remember_batch(self, memories: list[NewMemory]) -> list[WriteResult]:
-        # Batches run one at a time (the write lock), each on some worker thread: one connection is
-        # reused across threads, and dropped after a failure in case the failure was the connection's.
-        if self._bulk is None:
-            connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms):d}")
-            connection.execute("PRAGMA synchronous = NORMAL")
-            connection.execute(f"PRAGMA cache_size = {-CACHE_KIB:d}")
-            self._bulk = connection
-        try:
-            return asyncio.run(self._store_batch(SyncConnection(self._bulk), memories))
-        except BaseException:
-            broken, self._bulk = self._bulk, None
-            broken.close()
-            raise
+        # Batches run one at a time, each on some worker thread: one connection is reused across
+        # threads, and dropped after a failure in case the failure was the connection's.
+        with self._bulk_lock:
+            if self._bulk is None:
+                connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+                connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms):d}")
+                connection.execute("PRAGMA synchronous = NORMAL")
+                connection.execute(f"PRAGMA cache_size = {-CACHE_KIB:d}")
+                self._bulk = connection
+            try:
+                return asyncio.run(self._store_batch(SyncConnection(self._bulk), memories))
+            except BaseException:
+                self._close_bulk_locked()
+                raise
+
+    def _close_bulk(self) -> None:
+        with self._bulk_lock:
+            self._close_bulk_locked()
+
+    def _close_bulk_locked(self) -> None:
+        bulk, self._bulk = self._bulk, None
+        if bulk is not None:
+            bulk.close()
 
     async def _store_batch(self, db: SyncConnection, memories: list[NewMemory]) -> list[WriteResult]:
         conn = cast(aiosqlite.Connection, db)
