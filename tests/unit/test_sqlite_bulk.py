@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sqlite3
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -108,3 +110,84 @@ async def test_keyword_search_finds_visible_matches_beyond_the_bounded_pool(
         assert {hit.record.id for hit in hits} <= {result.id for result in written[:5]}
         everything = await backend.search("kafka lag", limit=20, now=T0 + timedelta(days=400))
         assert len(everything) == 20
+
+
+def corpus() -> list[NewMemory]:
+    """A few hundred synthetic memories in three batches: exact repeats inside a batch and across
+    batches, one kept without dedup, and back-dated memories that slot into earlier chains."""
+    from memory_orchestrator.evaluation.datasets import chronological, to_new_memory
+    from memory_orchestrator.evaluation.synthetic import synthetic_dataset
+
+    dataset = synthetic_dataset(240, queries=1, seed=3)
+    memories = [
+        replace(to_new_memory(memory, backdated=True), dedup=True)
+        for memory in chronological(dataset.memories)
+    ]
+    repeats = [memories[10], memories[95], memories[150]]  # same batch, earlier batch, two back
+    memories[100:100] = repeats[:1]
+    memories[130:130] = repeats[1:2]
+    memories[200:200] = repeats[2:]
+    memories.insert(170, NewMemory(memories[20].content, source="user", dedup=False))
+    early = [replace(memories[i], created_at=T0 - timedelta(days=400 - i)) for i in (3, 90, 160)]
+    memories[120:120] = [replace(early[0], content=early[0].content + " (late)"), early[1]]
+    return memories
+
+
+@pytest.mark.anyio
+async def test_batches_store_what_one_write_at_a_time_stores(tmp_path: Path) -> None:
+    memories = corpus()
+    cuts = [0, 90, 180, len(memories)]
+    one, many = tmp_path / "one.db", tmp_path / "many.db"
+    async with SqliteBackend(one, clock=FixedClock(T0)) as backend:
+        singles = []
+        for start, end in pairwise(cuts):
+            singles += [await backend.remember(memory) for memory in memories[start:end]]
+            await backend.forget(singles[start + 5].id)  # a forgotten memory is no candidate any more
+    async with SqliteBackend(many, clock=FixedClock(T0)) as backend:
+        bulk = []
+        for start, end in pairwise(cuts):
+            bulk += await backend.remember_many(memories[start:end])
+            await backend.forget(bulk[start + 5].id)
+    assert [r.action for r in bulk] == [r.action for r in singles]
+    skipped = [i for i, r in enumerate(bulk) if r.action is WriteAction.SKIPPED]
+    assert len(skipped) >= 3
+    position = {r.id: i for i, r in enumerate(bulk) if r.action is WriteAction.ADDED}
+    assert [position[bulk[i].duplicate_of or ""] for i in skipped] == [
+        next(i for i, r in enumerate(singles) if r.id == singles[j].duplicate_of) for j in skipped
+    ]
+    assert [dict(r.edges_created) for r in bulk] == [dict(r.edges_created) for r in singles]
+    ids_one = {r.id: i for i, r in enumerate(singles)}
+    ids_many = {r.id: i for i, r in enumerate(bulk)}
+    assert [[(ids_many[c.id], c.similarity, c.reason) for c in r.candidates] for r in bulk] == [
+        [(ids_one[c.id], c.similarity, c.reason) for c in r.candidates] for r in singles
+    ]
+    memories_one, edges_one = snapshot(one, [r.id for r in singles])
+    memories_many, edges_many = snapshot(many, [r.id for r in bulk])
+    assert memories_many == memories_one
+    assert edges_many == edges_one and len(edges_one) > 10 * len(memories)
+
+
+async def stored_count(path: Path, memories: list[NewMemory]) -> int:
+    """How many of ``memories`` a fresh store keeps (repeats are skipped)."""
+    async with SqliteBackend(path, clock=FixedClock(T0)) as backend:
+        await backend.remember_many(memories)
+        return await backend.count()
+
+
+@pytest.mark.anyio
+async def test_closing_during_a_cancelled_batch_leaves_it_whole(tmp_path: Path) -> None:
+    import asyncio
+
+    memories = corpus()
+    backend = SqliteBackend(tmp_path / "m.db", clock=FixedClock(T0))
+    await backend.open()
+    await backend.remember_many(memories[:10])  # the bulk connection now exists
+    task = asyncio.create_task(backend.remember_many(memories[10:]))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    await backend.aclose()  # waits for the batch still running on its worker thread, if it started
+    async with SqliteBackend(tmp_path / "m.db", clock=FixedClock(T0)) as reopened:
+        # the batch is all or nothing
+        assert await reopened.count() in (10, await stored_count(tmp_path / "all.db", memories))
+        more = await reopened.remember_many([NewMemory("one more memory after the close")])
+        assert more[0].action is WriteAction.ADDED

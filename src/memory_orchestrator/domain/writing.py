@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from memory_orchestrator.ports import EdgeType, LinkCandidate, MemoryRecord, NewMemory
 from memory_orchestrator.ports.text import (
@@ -40,16 +41,28 @@ class Duplicate:
     exact: bool
 
 
+@lru_cache(maxsize=4096)
+def _words(text: str) -> frozenset[str]:
+    # The same stored memories come back as the similar ones of write after write, and each write
+    # compares every one of them three ways: each text is tokenized once.
+    return frozenset(tokenize(text))
+
+
+@lru_cache(maxsize=4096)
+def _hash(text: str) -> str:
+    return content_hash(text)
+
+
 def find_duplicate(memory: NewMemory, existing: Sequence[MemoryRecord], threshold: float) -> Duplicate | None:
     """The existing memory ``memory`` duplicates (exact first, then the most similar), if any."""
     digest = content_hash(memory.content)
     for record in existing:
-        if content_hash(record.content) == digest:
+        if _hash(record.content) == digest:
             return Duplicate(record, 1.0, True)
-    words = set(tokenize(memory.content))
+    words = _words(memory.content)
     best: Duplicate | None = None
     for record in existing:
-        score = jaccard(words, tokenize(record.content))
+        score = jaccard(words, _words(record.content))
         if score < threshold or not same_claim(memory.content, record.content):
             continue
         if best is None or score > best.similarity:
@@ -77,13 +90,13 @@ def contradiction_candidates(
 ) -> list[LinkCandidate]:
     """Existing memories the new one may contradict (proposed as ``supersedes`` candidates)."""
     names = memory_entities(memory, known) - {memory.source.casefold()}
-    words = set(tokenize(memory.content))
+    words = _words(memory.content)
     negated = has_negation(memory.content)
     values = set(_NUMBER.findall(memory.content))
     found: list[LinkCandidate] = []
     for record in existing:
         shared = names & {name.casefold() for name in record.entities}
-        similarity = overlap(words, tokenize(record.content))
+        similarity = overlap(words, _words(record.content))
         if not shared or similarity < CONTRADICTION_OVERLAP:
             continue
         why = None
@@ -104,13 +117,14 @@ def link_proposals(
 ) -> list[LinkCandidate]:
     """The closest existing memories by shared entities or words, best first."""
     names = memory_entities(memory, known)
-    words = set(tokenize(memory.content))
+    words = _words(memory.content)
     scored: list[LinkCandidate] = []
     for record in existing:
         if record.id in exclude:
             continue
         shared = names & {name.casefold() for name in record.entities}
-        similarity = max(jaccard(words, tokenize(record.content)), overlap(words, tokenize(record.content)))
+        theirs = _words(record.content)
+        similarity = max(jaccard(words, theirs), overlap(words, theirs))
         if shared and similarity < LINK_SIMILARITY:
             scored.append(
                 LinkCandidate(

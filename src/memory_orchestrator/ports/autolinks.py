@@ -12,6 +12,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 
 from memory_orchestrator.ports.records import (
     MAX_ENTITIES,
@@ -26,7 +27,6 @@ from memory_orchestrator.ports.text import (
     extract_entities,
     has_causal_cue,
     matched_names,
-    overlap,
     tokenize,
 )
 
@@ -108,10 +108,53 @@ def plan_edges(
     ``entity_counts`` (casefolded name -> number of memories carrying it) makes rare shared entities
     weigh more than common ones. ``at`` stamps the edges' ``created_at``.
     """
-    pool = _unique_others(new, candidates)
+    return _edges(new, _pool(new, candidates), at, entity_counts or {}, limits)
+
+
+def plan_links(
+    new: MemorySketch,
+    candidates: Iterable[MemorySketch],
+    *,
+    at: datetime,
+    entity_counts: Mapping[str, int] | None = None,
+    limits: LinkLimits = DEFAULT_LIMITS,
+) -> tuple[list[Edge], tuple[LinkCandidate, ...]]:
+    """``plan_edges`` and ``link_candidates`` of one write from one pass over the candidates (each
+    pair's distance in time and token scores computed once); the same results as the two calls."""
+    pool = _pool(new, candidates)
+    return _edges(new, pool, at, entity_counts or {}, limits), _link_candidates(pool, limits)
+
+
+@dataclass(frozen=True, slots=True)
+class _Other:
+    """One candidate seen from the new memory: its sort key by nearness and its token scores."""
+
+    item: MemorySketch
+    hours: float
+    #: nearest in time first, then the earlier one, then the id (store-specific, last)
+    near: tuple[float, datetime, str]
+    #: (created_at, id): the order of the same source's chain
+    order: tuple[datetime, str]
+    jaccard: float
+    overlap: float
+
+
+def _pool(new: MemorySketch, candidates: Iterable[MemorySketch]) -> list[_Other]:
+    pool = []
+    for item in _unique_others(new, candidates):
+        hours = _hours_apart(item.created_at, new.created_at)
+        score_j, score_o = _scores(new, item)
+        order = (item.created_at, item.id)
+        pool.append(_Other(item, hours, (hours, item.created_at, item.id), order, score_j, score_o))
+    return pool
+
+
+def _edges(
+    new: MemorySketch, pool: list[_Other], at: datetime, counts: Mapping[str, int], limits: LinkLimits
+) -> list[Edge]:
     edges: list[Edge] = []
     edges.extend(_temporal_edges(new, pool, at, limits))
-    edges.extend(_entity_edges(new, pool, at, entity_counts or {}, limits))
+    edges.extend(_entity_edges(new, pool, at, counts, limits))
     edges.extend(_causal_edges(new, pool, at, limits))
     edges.extend(_semantic_edges(new, pool, at, limits))
     return edges
@@ -126,34 +169,27 @@ def _hours_apart(a: datetime, b: datetime) -> float:
     return abs((a - b).total_seconds()) / 3600.0
 
 
-def _nearness(new: MemorySketch, item: MemorySketch) -> tuple[float, datetime, str]:
-    """Sort key: nearest in time first, then the earlier one, then the id (store-specific, last)."""
-    return (_hours_apart(item.created_at, new.created_at), item.created_at, item.id)
-
-
-def _temporal_edges(
-    new: MemorySketch, pool: list[MemorySketch], at: datetime, limits: LinkLimits
-) -> list[Edge]:
-    same_source = [item for item in pool if item.source == new.source]
-    before = [item for item in same_source if (item.created_at, item.id) < (new.created_at, new.id)]
-    after = [item for item in same_source if (item.created_at, item.id) > (new.created_at, new.id)]
-    backbone: list[MemorySketch] = []
+def _temporal_edges(new: MemorySketch, pool: list[_Other], at: datetime, limits: LinkLimits) -> list[Edge]:
+    key = (new.created_at, new.id)
+    same_source = [other for other in pool if other.item.source == new.source]
+    before = [other for other in same_source if other.order < key]
+    after = [other for other in same_source if other.order > key]
+    backbone: list[_Other] = []
     if before:
-        backbone.append(max(before, key=lambda item: (item.created_at, item.id)))
+        backbone.append(max(before, key=lambda other: other.order))
     if after:
         # A back-dated write slots into the chain: it also links forward to its successor.
-        backbone.append(min(after, key=lambda item: (item.created_at, item.id)))
-    edges = [Edge(new.id, item.id, EdgeType.TEMPORAL, 1.0, {"sub_type": "backbone"}, at) for item in backbone]
-    linked = {item.id for item in backbone}
-    near = [
-        item
-        for item in pool
-        if item.id not in linked and _hours_apart(item.created_at, new.created_at) <= limits.proximity_hours
+        backbone.append(min(after, key=lambda other: other.order))
+    edges = [
+        Edge(new.id, other.item.id, EdgeType.TEMPORAL, 1.0, {"sub_type": "backbone"}, at)
+        for other in backbone
     ]
-    near.sort(key=lambda item: _nearness(new, item))
-    for item in near[: limits.proximity_max]:
-        weight = round(1.0 / (1.0 + _hours_apart(item.created_at, new.created_at)), 6)
-        edges.append(Edge(new.id, item.id, EdgeType.TEMPORAL, weight, {"sub_type": "proximity"}, at))
+    linked = {other.item.id for other in backbone}
+    near = [other for other in pool if other.item.id not in linked and other.hours <= limits.proximity_hours]
+    near.sort(key=lambda other: other.near)
+    for other in near[: limits.proximity_max]:
+        weight = round(1.0 / (1.0 + other.hours), 6)
+        edges.append(Edge(new.id, other.item.id, EdgeType.TEMPORAL, weight, {"sub_type": "proximity"}, at))
     return edges
 
 
@@ -165,49 +201,53 @@ def _rarity(name: str, entity_counts: Mapping[str, int]) -> float:
 
 def _entity_edges(
     new: MemorySketch,
-    pool: list[MemorySketch],
+    pool: list[_Other],
     at: datetime,
     entity_counts: Mapping[str, int],
     limits: LinkLimits,
 ) -> list[Edge]:
     shared_by_target: dict[str, list[str]] = {}
-    targets: dict[str, MemorySketch] = {}
+    targets: dict[str, _Other] = {}
+    carrying = [
+        other for other in pool if other.item.entities and not new.entities.isdisjoint(other.item.entities)
+    ]
     for name in sorted(new.entities):
-        carriers = [item for item in pool if name in item.entities]
-        carriers.sort(key=lambda item: _nearness(new, item))
-        for item in carriers[: limits.entity_per_name]:
-            shared_by_target.setdefault(item.id, []).append(name)
-            targets[item.id] = item
+        carriers = [other for other in carrying if name in other.item.entities]
+        carriers.sort(key=lambda other: other.near)
+        for other in carriers[: limits.entity_per_name]:
+            shared_by_target.setdefault(other.item.id, []).append(name)
+            targets[other.item.id] = other
     ranked = sorted(
         targets.values(),
-        key=lambda item: (-len(shared_by_target[item.id]), *_nearness(new, item)),
+        key=lambda other: (-len(shared_by_target[other.item.id]), *other.near),
     )
     edges: list[Edge] = []
-    for item in ranked[: limits.entity_max]:
-        names = shared_by_target[item.id]
+    for other in ranked[: limits.entity_max]:
+        names = shared_by_target[other.item.id]
         strongest = max(_rarity(name, entity_counts) for name in names)
         weight = round(min(1.0, strongest + 0.1 * (len(names) - 1)), 6)
         metadata = {"sub_type": "shared_entity", "entities": ",".join(names)}
-        edges.append(Edge(new.id, item.id, EdgeType.ENTITY, weight, metadata, at))
+        edges.append(Edge(new.id, other.item.id, EdgeType.ENTITY, weight, metadata, at))
     return edges
 
 
-def _causal_edges(
-    new: MemorySketch, pool: list[MemorySketch], at: datetime, limits: LinkLimits
-) -> list[Edge]:
-    earlier = [
-        item
-        for item in pool
-        if item.source == new.source and (item.created_at, item.id) < (new.created_at, new.id)
-    ]
-    earlier.sort(key=lambda item: (item.created_at, item.id), reverse=True)
-    new_cued = has_causal_cue(new.content)
+@lru_cache(maxsize=16384)
+def _cued(content: str) -> bool:
+    # A recent memory is an earlier neighbour of many writes in a row: its text is scanned once.
+    return has_causal_cue(content)
+
+
+def _causal_edges(new: MemorySketch, pool: list[_Other], at: datetime, limits: LinkLimits) -> list[Edge]:
+    key = (new.created_at, new.id)
+    earlier = [other for other in pool if other.item.source == new.source and other.order < key]
+    earlier.sort(key=lambda other: other.order, reverse=True)
+    new_cued = _cued(new.content)
     edges: list[Edge] = []
-    for item in earlier[: limits.causal_window]:
-        old_cued = has_causal_cue(item.content)
-        if not (new_cued or old_cued):
+    for other in earlier[: limits.causal_window]:
+        item = other.item
+        if not (new_cued or _cued(item.content)):
             continue
-        similarity = overlap(new.tokens, item.tokens)
+        similarity = other.overlap
         if similarity < limits.causal_min_overlap:
             continue
         # The text stating the reason is the effect; when both do, the later one is.
@@ -217,10 +257,6 @@ def _causal_edges(
         metadata = {"sub_type": subtype, "overlap": f"{similarity:.3f}"}
         edges.append(Edge(cause.id, effect.id, EdgeType.CAUSAL, weight, metadata, at))
     return edges
-
-
-def _similarity(new: MemorySketch, item: MemorySketch) -> float:
-    return max(_scores(new, item))
 
 
 def _scores(new: MemorySketch, item: MemorySketch) -> tuple[float, float]:
@@ -233,24 +269,17 @@ def _scores(new: MemorySketch, item: MemorySketch) -> tuple[float, float]:
     return (shared / union if union else 0.0, shared / largest if a and b else 0.0)
 
 
-def _jaccard_and_similarity(new: MemorySketch, item: MemorySketch) -> tuple[float, float]:
-    score_j, score_o = _scores(new, item)
-    return score_j, max(score_j, score_o)
-
-
-def _semantic_edges(
-    new: MemorySketch, pool: list[MemorySketch], at: datetime, limits: LinkLimits
-) -> list[Edge]:
-    scored: list[tuple[float, MemorySketch]] = []
-    for item in pool:
-        score_j, score_o = _scores(new, item)
-        if score_j >= limits.semantic_min_jaccard or score_o >= limits.semantic_min_overlap:
-            scored.append((max(score_j, score_o), item))
+def _semantic_edges(new: MemorySketch, pool: list[_Other], at: datetime, limits: LinkLimits) -> list[Edge]:
+    scored: list[tuple[float, _Other]] = [
+        (max(other.jaccard, other.overlap), other)
+        for other in pool
+        if other.jaccard >= limits.semantic_min_jaccard or other.overlap >= limits.semantic_min_overlap
+    ]
     # Equal scores go to the memory nearest in time: ids differ between stores, times do not.
-    scored.sort(key=lambda pair: (-pair[0], *_nearness(new, pair[1])))
+    scored.sort(key=lambda pair: (-pair[0], *pair[1].near))
     return [
-        Edge(new.id, item.id, EdgeType.SEMANTIC, round(score, 6), {"sub_type": "lexical"}, at)
-        for score, item in scored[: limits.semantic_max]
+        Edge(new.id, other.item.id, EdgeType.SEMANTIC, round(score, 6), {"sub_type": "lexical"}, at)
+        for score, other in scored[: limits.semantic_max]
     ]
 
 
@@ -258,12 +287,18 @@ def link_candidates(
     new: MemorySketch, candidates: Iterable[MemorySketch], *, limits: LinkLimits = DEFAULT_LIMITS
 ) -> tuple[LinkCandidate, ...]:
     """Existing memories similar enough to ``new`` to be worth a look (near duplicates first)."""
-    scored = [(*_jaccard_and_similarity(new, item), item) for item in _unique_others(new, candidates)]
+    return _link_candidates(_pool(new, candidates), limits)
+
+
+def _link_candidates(pool: list[_Other], limits: LinkLimits) -> tuple[LinkCandidate, ...]:
+    scored = [(other.jaccard, max(other.jaccard, other.overlap), other) for other in pool]
     kept = [entry for entry in scored if entry[1] >= limits.candidate_min_similarity]
-    kept.sort(key=lambda entry: (-entry[0], -entry[1], *_nearness(new, entry[2])))
+    kept.sort(key=lambda entry: (-entry[0], -entry[1], *entry[2].near))
     found: list[LinkCandidate] = []
-    for score_j, score, item in kept[: limits.candidates_max]:
+    for score_j, score, other in kept[: limits.candidates_max]:
         near_duplicate = score_j >= limits.near_duplicate
         reason = f"near duplicate (jaccard {score_j:.2f})" if near_duplicate else f"similar ({score:.2f})"
-        found.append(LinkCandidate(item.id, item.content, round(score, 6), EdgeType.SEMANTIC, reason))
+        found.append(
+            LinkCandidate(other.item.id, other.item.content, round(score, 6), EdgeType.SEMANTIC, reason)
+        )
     return tuple(found)

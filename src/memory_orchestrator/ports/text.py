@@ -245,7 +245,6 @@ def _known_names(text: str, known: Sequence[str]) -> list[tuple[int, str]]:
 
 @lru_cache(maxsize=16)
 def _known_pattern(known: tuple[str, ...]) -> tuple[re.Pattern[str] | None, dict[str, str]]:
-    # One alternation for all names (longest first) is far cheaper than a regex per name.
     spellings: dict[str, str] = {}
     for name in known:
         cleaned = name.strip()
@@ -253,8 +252,17 @@ def _known_pattern(known: tuple[str, ...]) -> tuple[re.Pattern[str] | None, dict
             spellings.setdefault(cleaned.casefold(), cleaned)
     if not spellings:
         return None, spellings
-    alternatives = "|".join(re.escape(name) for name in sorted(spellings, key=len, reverse=True))
-    return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE), spellings
+    return _names_pattern(frozenset(spellings)), spellings
+
+
+@lru_cache(maxsize=16)
+def _names_pattern(names: frozenset[str]) -> re.Pattern[str]:
+    # One alternation for all names (longest first) is far cheaper than a regex per name. Keyed by the
+    # set of names, not their order: a store's most-used names reorder with nearly every write, and
+    # compiling a thousand alternatives costs tens of milliseconds. Names of equal length never
+    # match the same span differently, so their order in the alternation does not matter.
+    alternatives = "|".join(re.escape(name) for name in sorted(names, key=lambda name: (-len(name), name)))
+    return re.compile(rf"(?<!\w)(?:{alternatives})(?!\w)", re.IGNORECASE)
 
 
 _WORD_EDGE_PUNCTUATION = ".,;:!?()[]{}<>\"'`“”‘’"

@@ -43,12 +43,32 @@ def _edge_row(edge: Edge) -> tuple[str, str, str, float, str, str]:
 
 async def insert_edges(db: aiosqlite.Connection, edges: Sequence[Edge]) -> None:
     """Insert the automatic edges of a brand-new memory (no reverse rows can exist yet)."""
-    rows = [_edge_row(edge) for edge in edges]
     await db.executemany(
         "INSERT OR REPLACE INTO edges (source_id, target_id, type, weight, metadata, created_at) "
         "VALUES (?, ?, ?, ?, ?, ?)",
-        rows,
+        edge_rows(edges),
     )
+
+
+def edge_rows(edges: Sequence[Edge]) -> list[tuple[str, str, str, float, str, str]]:
+    """The rows of ``edges``, as :func:`_edge_row` makes them; the automatic edges of one write share
+    their stamp and a few metadata shapes, so each distinct one is formatted once."""
+    stamps: dict[object, str] = {}
+    texts: dict[tuple[tuple[str, object], ...], str] = {}
+    rows = []
+    for edge in edges:
+        created = stamps.get(edge.created_at)
+        if created is None:
+            created = stamps[edge.created_at] = _edge_row(edge)[5]
+        key = tuple(edge.metadata.items())
+        try:
+            text = texts.get(key)
+        except TypeError:  # an unhashable metadata value: formatted on its own
+            text = as_json(dict(edge.metadata))
+        if text is None:
+            text = texts[key] = as_json(dict(edge.metadata))
+        rows.append((edge.source, edge.target, edge.type.value, edge.weight, text, created))
+    return rows
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
-from functools import lru_cache
 from typing import Any
 
 import aiosqlite
@@ -89,23 +88,57 @@ async def candidate_ids(
     return found
 
 
-async def load_sketches(db: aiosqlite.Connection, ids: set[str]) -> list[MemorySketch]:
-    """Sketches of the candidate memories; tokens come from the FTS row (already tokenized once)."""
-    if not ids:
-        return []
+class SketchCache:
+    """Sketches of stored memories by id, bounded. A memory's sketched columns never change once it is
+    stored (forgetting only stamps ``deleted_at``) and ids are never reused, so an entry is never stale;
+    callers only ask for ids an index found active in the current transaction. Recent memories are
+    candidates of many writes in a row (a bulk import above all): each is read and parsed once."""
+
+    def __init__(self, size: int = 8192) -> None:
+        self.size = size
+        self._items: dict[str, MemorySketch] = {}
+
+    def get(self, memory_id: str) -> MemorySketch | None:
+        """The cached sketch of ``memory_id``, if any."""
+        return self._items.get(memory_id)
+
+    def put(self, item: MemorySketch) -> None:
+        """Keep ``item``; when full, the oldest half is dropped (dicts keep insertion order)."""
+        if len(self._items) >= self.size:
+            for memory_id in list(self._items)[: self.size // 2]:
+                del self._items[memory_id]
+        self._items[item.id] = item
+
+
+async def load_sketches(
+    db: aiosqlite.Connection, ids: set[str], cache: SketchCache | None = None
+) -> list[MemorySketch]:
+    """Sketches of the candidate memories (from ``cache`` when it has them); tokens come from the FTS
+    row (already tokenized once)."""
+    found: list[MemorySketch] = []
+    missing: list[str] = []
+    for memory_id in sorted(ids):
+        cached = cache.get(memory_id) if cache is not None else None
+        if cached is None:
+            missing.append(memory_id)
+        else:
+            found.append(cached)
+    if not missing:
+        return found
     sql = (
         "SELECT m.id, m.content, m.source, m.created_at, m.entities, f.tokens FROM memories m "
         "JOIN memories_fts f ON f.rowid = m.rowid "
         "WHERE m.id IN (SELECT value FROM json_each(?)) AND m.deleted_at IS NULL"
     )
-    rows = await db.execute_fetchall(sql, (json.dumps(sorted(ids)),))
-    return [_sketch(tuple(row)) for row in rows]
+    for row in await db.execute_fetchall(sql, (json.dumps(missing),)):
+        item = _sketch(tuple(row))
+        found.append(item)
+        if cache is not None:
+            cache.put(item)
+    return found
 
 
-@lru_cache(maxsize=4096)
 def _sketch(row: tuple[Any, ...]) -> MemorySketch:
-    # Recent memories are candidates of many writes in a row (a bulk import above all): each row is
-    # parsed once. The key is the whole row, so a changed memory is a new entry.
     return MemorySketch(
         id=row[0],
         content=row[1],
