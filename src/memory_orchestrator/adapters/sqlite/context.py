@@ -34,17 +34,18 @@ BM25 = f"bm25(memories_fts, 1.0, {CONTEXT_WEIGHT!r})"
 #: An FTS5 column filter: match the memory's own words only (link rules, duplicates).
 OWN_WORDS = "{tokens}"
 
-_NEIGHBOUR = (
+# Each neighbour is looked up in two index-friendly steps (the partial index on created_at, whose
+# entries end in the rowid): a memory of the same moment with a smaller / larger rowid, else the
+# nearest moment before / after. One query with an OR of both scanned the whole table, and so does
+# any plan that starts from the FTS table: CROSS JOIN keeps memories the outer loop.
+_COLUMNS = (
     "SELECT m.rowid, m.created_at, m.source, f.tokens FROM memories m "
-    "JOIN memories_fts f ON f.rowid = m.rowid WHERE m.deleted_at IS NULL AND m.rowid != ? AND {side} "
-    "ORDER BY {order} LIMIT 1"
+    "CROSS JOIN memories_fts f ON f.rowid = m.rowid WHERE m.deleted_at IS NULL AND "
 )
-_BEFORE = _NEIGHBOUR.format(
-    side="(m.created_at < ? OR (m.created_at = ? AND m.rowid < ?))", order="m.created_at DESC, m.rowid DESC"
-)
-_AFTER = _NEIGHBOUR.format(
-    side="(m.created_at > ? OR (m.created_at = ? AND m.rowid > ?))", order="m.created_at, m.rowid"
-)
+_SAME_BEFORE = _COLUMNS + "m.created_at = ? AND m.rowid < ? ORDER BY m.rowid DESC LIMIT 1"
+_EARLIER = _COLUMNS + "m.created_at < ? ORDER BY m.created_at DESC, m.rowid DESC LIMIT 1"
+_SAME_AFTER = _COLUMNS + "m.created_at = ? AND m.rowid > ? ORDER BY m.rowid LIMIT 1"
+_LATER = _COLUMNS + "m.created_at > ? ORDER BY m.created_at, m.rowid LIMIT 1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +60,10 @@ async def _around(db: aiosqlite.Connection, created_at: datetime, rowid: int) ->
     """The active memories just before and just after (``created_at``, ``rowid``) in time."""
     at = stamp(created_at)
     found = []
-    for sql in (_BEFORE, _AFTER):
-        rows = list(await db.execute_fetchall(sql, (rowid, at, at, rowid)))
+    for same, other in ((_SAME_BEFORE, _EARLIER), (_SAME_AFTER, _LATER)):
+        rows = list(await db.execute_fetchall(same, (at, rowid)))
+        if not rows:
+            rows = list(await db.execute_fetchall(other, (at,)))
         if rows:
             row = rows[0]
             found.append(_Row(int(row[0]), parse_timestamp(str(row[1])), str(row[2]), str(row[3])))
