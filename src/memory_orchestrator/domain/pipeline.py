@@ -134,18 +134,20 @@ def filtering_window(plan: QueryPlan, request: PipelineInput) -> TimeRange | Non
     a memory written in April ("we went to a convention last month"), since the moment a memory is
     written is not the moment of the event it tells.
     """
-    caller = request.filters.time_range is not None or request.overrides.time_window is not None
-    if caller or plan.strategy == "episodic" or window_led(plan, request):
+    if _callers_window(request) or plan.strategy == "episodic" or window_led(plan, request):
         return plan.time_window
     return None
+
+
+def _callers_window(request: PipelineInput) -> bool:
+    return request.filters.time_range is not None or request.overrides.time_window is not None
 
 
 def window_led(plan: QueryPlan, request: PipelineInput) -> bool:
     """True for a question that is mostly its time window ("what did we decide in February?"):
     read from the text, with at most ``SOFT_WINDOW_TERMS`` other content words."""
-    caller = request.filters.time_range is not None or request.overrides.time_window is not None
     return (
-        not caller
+        not _callers_window(request)
         and plan.time_window is not None
         and plan.strategy != "episodic"
         and len(_words_beside_time(plan)) <= SOFT_WINDOW_TERMS

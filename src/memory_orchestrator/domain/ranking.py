@@ -2,7 +2,7 @@
 
 ``score = w_relevance * max(relevance, graph) + w_graph * min(relevance, graph)
 + w_recency * recency + w_type * type_match + w_entity * entity + w_importance * importance
-+ w_cross * cross_reference - w_noise * noise + sum(scorer.weight * scorer.score)``
++ w_cross * cross_reference - w_noise * noise + w_time * time + sum(scorer.weight * scorer.score)``
 (and ``- w_dup * duplication``, applied by the dedup stage), times ``superseded_factor`` for a
 superseded memory.
 
@@ -284,6 +284,8 @@ def reasons_for(item: RankedItem, context: RankingContext) -> list[str]:
         reasons.append("recent")
     if signals["type_match"] >= 0.5:
         reasons.append(f"type match: {item.record.category} for {context.intent.value}")
+    if signals.get("time", 0.0) >= 1.0:
+        reasons.append("inside the question's time window")
     if signals["cross_reference"] > 0:
         reasons.append(f"confirmed by {len(candidate.ranks)} retrieval lists")
     if signals["noise"] >= 0.5:

@@ -130,8 +130,7 @@ async def retrieve_recent(
         outcome.warnings.append(_failure("recent", exc))
         outcome.channels_failed = 1
         return outcome
-    hits = [Hit(record, 1.0 / (rank + 1), via="recency") for rank, record in enumerate(records)]
-    visible = _visible_hits(hits, filters, now, outcome)
+    visible = _visible_hits(_recency_hits(records), filters, now, outcome)
     outcome.lists["recent#0"] = [(hit.record.id, hit.score) for hit in visible]
     spec = _ListSpec("recent#0", "recent", 0, 1.0, _no_call)
     outcome.candidates = fuse([(spec, visible)], config.rrf_k)
@@ -291,10 +290,14 @@ def _recent_call(
     backend: MemoryBackend, limit: int, native: Filters, now: datetime
 ) -> Callable[[], Awaitable[list[Hit]]]:
     async def call() -> list[Hit]:
-        records = await backend.recent(limit=limit, filters=native, now=now)
-        return [Hit(record, 1.0 / (rank + 1), via="recency") for rank, record in enumerate(records)]
+        return _recency_hits(await backend.recent(limit=limit, filters=native, now=now))
 
     return call
+
+
+def _recency_hits(records: Sequence[MemoryRecord]) -> list[Hit]:
+    # newest first, scored by rank: the recency lists carry no score of their own
+    return [Hit(record, 1.0 / (rank + 1), via="recency") for rank, record in enumerate(records)]
 
 
 def _recall_call(backend: MemoryBackend, query: RecallQuery) -> Callable[[], Awaitable[list[Hit]]]:
