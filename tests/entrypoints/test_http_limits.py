@@ -18,6 +18,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from memory_orchestrator.entrypoints.mcp.http_limits import HttpLimits, RequestLimitsMiddleware, json_depth
+from services.processes import free_port
 
 ORCHESTRATOR = str(Path(sys.executable).parent / "orchestrator")
 
@@ -52,19 +53,13 @@ async def test_oversized_deep_and_streaming_requests_are_refused_before_the_app(
     assert stream.status_code == 405 and stream.headers["allow"] == "POST"
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.mark.slow
 def test_a_client_sending_headers_forever_is_disconnected(tmp_path: Path) -> None:
     config = tmp_path / "orchestrator.toml"
     config.write_text("[http]\nheader_timeout_s = 1.0\n")
     env = {key: value for key, value in os.environ.items() if not key.startswith("ORCHESTRATOR_")}
     env.update(ORCHESTRATOR_DATA_DIR=str(tmp_path / "data"), ORCHESTRATOR_CONFIG=str(config))
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [ORCHESTRATOR, "serve", "--http", "--port", str(port)],
         env=env,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from memory_orchestrator.entrypoints.mcp.auth import hash_token
+from services.processes import free_port, stop
 
 pytestmark = pytest.mark.slow
 
@@ -135,12 +135,6 @@ async def test_session_tools_over_stdio_and_sqlite(tmp_path: Path) -> None:
     assert saved["written"][0]["id"] in [item["memory_id"] for item in context["items"]]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _wait_ready(process: subprocess.Popen[bytes], url: str) -> None:
     deadline = time.monotonic() + READY_TIMEOUT_S
     while time.monotonic() < deadline:
@@ -167,7 +161,7 @@ def http_server() -> Iterator[str]:
         reader = f'name = "reader", sha256 = "{hash_token("r-secret")}", stores = ["default"], write = false'
         nobody = f'name = "nobody", sha256 = "{hash_token("n-secret")}", stores = []'
         config.write_text(f"[auth]\ntokens = [{{ {writer} }}, {{ {reader} }}, {{ {nobody} }}]\n")
-        port = _free_port()
+        port = free_port()
         process = subprocess.Popen(
             [ORCHESTRATOR, "serve", "--http", "--host", "127.0.0.1", "--port", str(port)],
             env=_environment(data_dir, config),
@@ -178,12 +172,7 @@ def http_server() -> Iterator[str]:
             _wait_ready(process, f"http://127.0.0.1:{port}/health")
             yield f"http://127.0.0.1:{port}"
         finally:
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=5)
+            stop(process)
 
 
 @asynccontextmanager
@@ -205,7 +194,7 @@ def _rpc(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_http_workers_share_the_port_and_stop_with_the_server(tmp_path: Path) -> None:
-    port = _free_port()
+    port = free_port()
     env = {**_environment(tmp_path), "ORCHESTRATOR_HTTP__WORKERS": "2"}
     process = subprocess.Popen(
         [ORCHESTRATOR, "serve", "--http", "--host", "127.0.0.1", "--port", str(port)],
@@ -320,7 +309,7 @@ async def test_http_health_needs_no_token(http_server: str) -> None:
 
 def test_http_refuses_to_start_beyond_loopback_without_tokens(tmp_path: Path) -> None:
     result = subprocess.run(
-        [ORCHESTRATOR, "serve", "--http", "--host", "0.0.0.0", "--port", str(_free_port())],
+        [ORCHESTRATOR, "serve", "--http", "--host", "0.0.0.0", "--port", str(free_port())],
         env=_environment(tmp_path),
         capture_output=True,
         timeout=60,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from memory_orchestrator.entrypoints.mcp.auth import hash_token
+from services.processes import free_port, stop
 
 pytestmark = pytest.mark.slow
 
@@ -33,15 +33,9 @@ def _environment(data_dir: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def serving(data_dir: Path, **extra: str) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [ORCHESTRATOR, "serve", "--http", "--host", "127.0.0.1", "--port", str(port)],
         env=_environment(data_dir, **extra),
@@ -61,12 +55,7 @@ def serving(data_dir: Path, **extra: str) -> Iterator[tuple[str, subprocess.Pope
                 time.sleep(0.2)
         yield base, process
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=5)
+        stop(process, timeout_s=15)
 
 
 def _call(base: str, tool: str, arguments: dict[str, Any], token: str | None = None) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from memory_orchestrator.adapters.mcp_kg import ServerCommand, create_backend
 from memory_orchestrator.adapters.mcp_kg.graph import Entity, KnowledgeGraph, Relation, memory_id
 from memory_orchestrator.ports import BackendUnavailable, ChangeKind, Edge, EdgeType, NewMemory, RecallQuery
+from services.mcp_kg.fixture import server_pids
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
@@ -99,24 +100,11 @@ async def test_forget_deletes_the_observation_and_outside_deletes_are_forgotten(
     assert (ChangeKind.FORGOTTEN, memory_id(*OUTCOME)) in [(c.kind, c.memory_id) for c in changes]
 
 
-def _server_pids(memory_file: Path) -> list[int]:
-    marker = f"MEMORY_FILE_PATH={memory_file.resolve()}".encode()
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker in (entry / "environ").read_bytes().split(b"\0"):
-                    pids.append(int(entry.name))
-            except OSError:
-                continue
-    return pids
-
-
 async def test_a_killed_server_is_restarted_by_the_backend(kg_server: ServerCommand, tmp_path: Path) -> None:
     memory_file = tmp_path / "graph.jsonl"
     async with asyncio.timeout(90), create_backend(_options(kg_server, memory_file)) as backend:
         written = await backend.remember(NewMemory("Kafka retention is seven days", entities=("Kafka",)))
-        for pid in _server_pids(memory_file):
+        for pid in server_pids(memory_file):
             os.kill(pid, signal.SIGKILL)
         try:
             found = await backend.recall(RecallQuery("kafka retention"))

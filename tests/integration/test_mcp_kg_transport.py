@@ -12,24 +12,11 @@ import pytest
 
 from memory_orchestrator.adapters.mcp_kg import McpStdioTransport, ServerCommand
 from memory_orchestrator.ports import BackendRejected, BackendUnavailable
+from services.mcp_kg.fixture import server_pids
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
 ADA = {"name": "Ada", "entityType": "person", "observations": ["likes green tea"]}
-
-
-def _server_pids(memory_file: Path) -> list[int]:
-    """Our own child processes serving ``memory_file`` (found through /proc, Linux only)."""
-    marker = f"MEMORY_FILE_PATH={memory_file.resolve()}".encode()
-    pids = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                if marker in (entry / "environ").read_bytes().split(b"\0"):
-                    pids.append(int(entry.name))
-            except OSError:
-                continue
-    return pids
 
 
 async def test_calls_round_trip_into_the_stores_own_file(kg_server: ServerCommand, tmp_path: Path) -> None:
@@ -56,7 +43,7 @@ async def test_a_dead_server_is_restarted_and_keeps_its_graph(
     async with asyncio.timeout(60):
         try:
             await transport.call("create_entities", {"entities": [ADA]})
-            pids = _server_pids(memory_file)
+            pids = server_pids(memory_file)
             assert pids
             for pid in pids:
                 os.kill(pid, signal.SIGKILL)

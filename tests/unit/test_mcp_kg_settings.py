@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -11,14 +10,7 @@ from memory_orchestrator.adapters.mcp_kg import ServerCommand, create_backend
 from memory_orchestrator.entrypoints.config.settings import load_settings
 from memory_orchestrator.ports import InvalidRequest
 
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in list(os.environ):
-        if name.startswith("ORCHESTRATOR_"):
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+pytestmark = pytest.mark.usefixtures("no_ambient_config")
 
 
 def test_the_section_reaches_the_factory(tmp_path: Path) -> None:

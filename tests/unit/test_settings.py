@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import fields
 from pathlib import Path
 
@@ -18,15 +17,7 @@ from memory_orchestrator.entrypoints.config.settings import (
 )
 from memory_orchestrator.ports import EdgeType, Intent, InvalidRequest
 
-
-@pytest.fixture(autouse=True)
-def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """No ambient configuration leaks in: empty cwd, no ORCHESTRATOR_* variables."""
-    for name in list(os.environ):
-        if name.startswith("ORCHESTRATOR_"):
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
-    return tmp_path
+pytestmark = pytest.mark.usefixtures("no_ambient_config")
 
 
 def write_toml(path: Path, text: str) -> Path:

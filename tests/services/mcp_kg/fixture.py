@@ -25,3 +25,17 @@ def kg_server() -> ServerCommand:
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"the knowledge-graph server is required under CI: {exc}", pytrace=False)
         pytest.skip(f"{exc}; run `{INSTALL_HINT}`")
+
+
+def server_pids(memory_file: Path) -> list[int]:
+    """Our own child processes serving ``memory_file`` (found through /proc, Linux only)."""
+    marker = f"MEMORY_FILE_PATH={memory_file.resolve()}".encode()
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if marker in (entry / "environ").read_bytes().split(b"\0"):
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids

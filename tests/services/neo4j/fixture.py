@@ -17,7 +17,6 @@ import contextlib
 import logging
 import os
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -26,6 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from services.processes import free_port
 
 logger = logging.getLogger(__name__)
 
@@ -82,13 +83,6 @@ def wait_for_bolt(uri: str, user: str, password: str, timeout_s: float) -> None:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.25)
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def launcher_is_built() -> bool:
