@@ -49,14 +49,16 @@ _LATER = _COLUMNS + "m.created_at > ? ORDER BY m.created_at, m.rowid LIMIT 1"
 
 
 @dataclass(frozen=True, slots=True)
-class _Row:
+class Neighbour:
+    """A memory next to another in time, with what its context needs."""
+
     rowid: int
     created_at: datetime
     source: str
     tokens: str
 
 
-async def _around(db: aiosqlite.Connection, created_at: datetime, rowid: int) -> list[_Row]:
+async def neighbours(db: aiosqlite.Connection, created_at: datetime, rowid: int) -> list[Neighbour]:
     """The active memories just before and just after (``created_at``, ``rowid``) in time."""
     at = stamp(created_at)
     found = []
@@ -66,22 +68,22 @@ async def _around(db: aiosqlite.Connection, created_at: datetime, rowid: int) ->
             rows = list(await db.execute_fetchall(other, (at,)))
         if rows:
             row = rows[0]
-            found.append(_Row(int(row[0]), parse_timestamp(str(row[1])), str(row[2]), str(row[3])))
+            found.append(Neighbour(int(row[0]), parse_timestamp(str(row[1])), str(row[2]), str(row[3])))
     return found
 
 
-async def context_of(db: aiosqlite.Connection, created_at: datetime, source: str, rowid: int) -> str:
-    """The FTS tokens of the memories around the memory ``rowid`` that count as its context."""
+def context_from(around: list[Neighbour], created_at: datetime, source: str) -> str:
+    """The FTS tokens of those of a memory's ``neighbours`` that count as its context."""
     return " ".join(
         row.tokens
-        for row in await _around(db, created_at, rowid)
+        for row in around
         if row.source != source and abs(row.created_at - created_at) <= CONTEXT_WINDOW
     )
 
 
-async def refresh_neighbours(db: aiosqlite.Connection, created_at: datetime, rowid: int) -> None:
-    """Re-derive the context of the memories around (``created_at``, ``rowid``): called after that
-    memory is inserted (it is now their neighbour) or forgotten (the ones beyond it now are)."""
-    for row in await _around(db, created_at, rowid):
-        context = await context_of(db, row.created_at, row.source, row.rowid)
+async def refresh(db: aiosqlite.Connection, around: list[Neighbour]) -> None:
+    """Re-derive the context of ``around``, the neighbours of a memory just inserted (it is now
+    theirs) or just forgotten (the ones beyond it now are)."""
+    for row in around:
+        context = context_from(await neighbours(db, row.created_at, row.rowid), row.created_at, row.source)
         await db.execute("UPDATE memories_fts SET context = ? WHERE rowid = ?", (context, row.rowid))

@@ -8,7 +8,7 @@ from typing import Any
 
 import aiosqlite
 
-from memory_orchestrator.adapters.sqlite.context import OWN_WORDS, context_of, refresh_neighbours
+from memory_orchestrator.adapters.sqlite.context import OWN_WORDS, context_from, neighbours, refresh
 from memory_orchestrator.adapters.sqlite.rows import as_json, fts_query, stamp
 from memory_orchestrator.adapters.sqlite.terms import count_terms, selective_terms
 from memory_orchestrator.ports import ChangeKind, MemoryRecord, parse_timestamp
@@ -189,12 +189,12 @@ async def insert_memory(db: aiosqlite.Connection, record: MemoryRecord, digest: 
     )
     tokens = tokenize(record.content)
     row = int(rowid[0]) if rowid else None
-    context = await context_of(db, record.created_at, record.source, row) if row is not None else ""
+    around = await neighbours(db, record.created_at, row) if row is not None else []
+    context = context_from(around, record.created_at, record.source)
     await db.execute(
         "INSERT INTO memories_fts (rowid, tokens, context) VALUES (?, ?, ?)", (row, " ".join(tokens), context)
     )
-    if row is not None:
-        await refresh_neighbours(db, record.created_at, row)
+    await refresh(db, around)
     await count_terms(db, tokens, +1)
     spellings = {name.casefold(): name for name in reversed(record.entities)}
     created = stamp(record.created_at)
@@ -223,7 +223,7 @@ async def remove_from_indexes(db: aiosqlite.Connection, memory_id: str) -> None:
     )
     for row in rows:
         # its words were its neighbours' context: they now take the memories beyond it
-        await refresh_neighbours(db, parse_timestamp(str(row[2])), int(row[1]))
+        await refresh(db, await neighbours(db, parse_timestamp(str(row[2])), int(row[1])))
     rows = await db.execute_fetchall(
         "SELECT entity_norm FROM memory_entities WHERE memory_id = ?", (memory_id,)
     )
