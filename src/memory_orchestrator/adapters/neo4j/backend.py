@@ -72,8 +72,9 @@ class Neo4jBackend(AsyncLifecycle):
 
     @property
     def capabilities(self) -> Capabilities:
-        """Native keyword (Lucene) search, recall, neighbours, filters, change log; no vectors."""
-        return Capabilities(vector_search=False, intent_recall=False)
+        """Native keyword (Lucene) search, recall, neighbours ranked in the store, filters, change log;
+        no vectors."""
+        return Capabilities(vector_search=False, intent_recall=False, ranked_neighbors=True)
 
     async def open(self) -> None:
         """Connect and create the schema (idempotent)."""
@@ -188,6 +189,36 @@ class Neo4jBackend(AsyncLifecycle):
             frontier = [uid(self.store, item) for item in next_ids]
         found.sort(key=lambda item: (-item.edge.weight, item.hops, item.record.id, item.edge.type.value))
         return found[:limit]
+
+    async def strongest_neighbors(
+        self,
+        ids: Sequence[str],
+        *,
+        weights: Mapping[EdgeType, float],
+        per_source: int,
+        min_strength: float,
+        limit: int,
+        filters: Filters = Filters(),
+    ) -> list[Neighbor]:
+        """One hop ranked, capped per origin and floored in Cypher (``ports.RankedNeighbors``)."""
+        validate_limit(limit)
+        validate_limit(per_source, name="per_source")
+        relationship = cypher.RELATIONSHIP_TYPES
+        strengths = {relationship[EdgeType(kind)]: float(value) for kind, value in weights.items()}
+        if not ids or not strengths:
+            return []
+        rows = await self._runner.read(
+            cypher.STRONGEST_HOP,
+            **filter_params(self.store, filters, None, as_of=False),
+            frontier=[uid(self.store, item) for item in dict.fromkeys(ids)],
+            types=sorted(strengths),
+            weights=strengths,
+            visited=sorted(set(ids)),
+            per_source=per_source,
+            min_strength=float(min_strength),
+            limit=limit,
+        )
+        return [Neighbor(record_from_node(row["m"]), edge_from_row(row), row["from_id"], 1) for row in rows]
 
     async def get(self, ids: Sequence[str]) -> list[MemoryRecord]:
         """Active memories by id, in the order asked."""

@@ -95,6 +95,36 @@ RETURN {MEMORY} AS m, best.from_id AS from_id, rel_type AS type, startNode(best.
        best.rel.created_at AS created_at
 """
 
+#: One hop ranked, capped per origin and floored in the store (``ports.RankedNeighbors``): as
+#: ``NEIGHBORS_HOP`` (per reached memory and type its strongest edge), then per (origin, memory) the
+#: strongest entry by ``$weights[type] * weight`` (clamped to 0..1), none below ``$min_strength``, and
+#: per origin its ``$per_source`` strongest memories, ties by id. Same order and ties as SQLite's hop.
+STRONGEST_HOP = f"""
+UNWIND $frontier AS start_uid
+MATCH (a:Memory {{uid: start_uid}}) WHERE a.forgotten = false
+CALL (a) {{
+  MATCH (a)-[r:TEMPORAL|ENTITY|CAUSAL|SEMANTIC|SUPERSEDES]-(m:Memory)
+  RETURN r, m
+}}
+WITH a, r, m WHERE type(r) IN $types AND NOT m.id IN $visited AND {MEMORY_FILTER}
+WITH a, r, m ORDER BY r.weight DESC, a.id
+WITH m, type(r) AS rel_type, collect({{rel: r, from_id: a.id}})[0] AS best
+WITH m, rel_type, best,
+     $weights[rel_type] * CASE WHEN best.rel.weight < 0.0 THEN 0.0 WHEN best.rel.weight > 1.0 THEN 1.0
+                               ELSE best.rel.weight END AS strength
+WITH m, rel_type, best, strength ORDER BY strength DESC, best.rel.weight DESC, rel_type
+WITH best.from_id AS origin, m, collect({{rel_type: rel_type, best: best, strength: strength}})[0] AS pick
+WHERE pick.strength >= $min_strength
+WITH origin, m, pick ORDER BY pick.strength DESC, m.id
+WITH origin, collect({{m: m, pick: pick}})[0..$per_source] AS kept
+UNWIND kept AS entry
+WITH entry.m AS m, entry.pick.rel_type AS rel_type, entry.pick.best AS best
+ORDER BY best.rel.weight DESC, m.id, rel_type LIMIT $limit
+RETURN {MEMORY} AS m, best.from_id AS from_id, rel_type AS type, startNode(best.rel).id AS source,
+       endNode(best.rel).id AS target, best.rel.weight AS weight, best.rel.metadata AS metadata,
+       best.rel.created_at AS created_at
+"""
+
 GET = (
     """
 UNWIND range(0, size($uids) - 1) AS position

@@ -1,0 +1,100 @@
+"""SQLite (in SQL) and Neo4j (in Cypher) rank, cap and floor a hop in the store: the graph walk reaches
+exactly what it reaches when it loads every neighbour and ranks them itself."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from memory_orchestrator.domain.candidates import Candidate
+from memory_orchestrator.domain.config import DEFAULT_EDGE_WEIGHTS, ExpansionLimits, PipelineConfig
+from memory_orchestrator.domain.traversal import expand, relative_edge_weights
+from memory_orchestrator.evaluation.datasets import ingest
+from memory_orchestrator.evaluation.synthetic import synthetic_dataset
+from memory_orchestrator.ports import Capabilities, Filters, Intent, MemoryBackend
+
+NOW = datetime(2100, 1, 1, tzinfo=UTC)
+
+
+class PlainNeighbors:
+    """The same store without the ranked hop: the walk gets every neighbour (no limit) and ranks,
+    caps and floors them itself, which is what the ranked hop must reproduce."""
+
+    def __init__(self, backend: MemoryBackend) -> None:
+        self._backend = backend
+
+    async def neighbors(self, ids: Any, **options: Any) -> Any:
+        return await self._backend.neighbors(ids, **{**options, "limit": 10_000})
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "strongest_neighbors":
+            raise AttributeError(name)
+        return getattr(self._backend, name)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return replace(self._backend.capabilities, ranked_neighbors=False)
+
+
+async def walk(backend: Any, seeds: list[Candidate], intent: Intent, config: PipelineConfig) -> list[Any]:
+    pool = {seed.memory_id: seed for seed in seeds}
+    weights = relative_edge_weights(DEFAULT_EDGE_WEIGHTS, intent, config.allowed_edge_types)
+    outcome = await expand(
+        backend, seeds, pool, weights=weights, hops=2, filters=Filters(), now=NOW, config=config
+    )
+    return sorted(
+        (c.memory_id, round(c.inherited, 9), c.seed_id, tuple((s.from_id, s.to_id) for s in c.path))
+        for c in outcome.added
+    )
+
+
+RANKED = [
+    pytest.param("sqlite", id="sqlite"),
+    pytest.param("neo4j", id="neo4j", marks=pytest.mark.integration),
+]
+
+
+@pytest.fixture(params=RANKED)
+async def ranked_backend(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[MemoryBackend]:
+    """An open, empty store of a backend that ranks hops in the store."""
+    backend: MemoryBackend
+    if request.param == "sqlite":
+        from memory_orchestrator.adapters.sqlite import create_backend as create_sqlite
+
+        backend = create_sqlite({"path": str(tmp_path / "m.db")})
+    else:
+        from memory_orchestrator.adapters.neo4j import create_backend as create_neo4j
+
+        service = request.getfixturevalue("neo4j_service")
+        backend = create_neo4j(service.backend_options(f"t{uuid.uuid4().hex[:12]}"))
+    await backend.open()
+    try:
+        yield backend
+    finally:
+        await backend.aclose()
+
+
+@pytest.mark.anyio
+async def test_the_ranked_hop_reaches_what_the_plain_hop_reaches(ranked_backend: MemoryBackend) -> None:
+    backend = ranked_backend
+    dataset = synthetic_dataset(400, queries=5, seed=3)
+    await ingest(backend, dataset)
+    assert backend.capabilities.ranked_neighbors
+    for intent in (Intent.GENERAL, Intent.WHY, Intent.ENTITY):
+        for fanout in (3, 12):
+            config = PipelineConfig(expansion=ExpansionLimits(max_fanout=fanout), stage_timeout_s=30.0)
+            for query in dataset.queries:
+                hits = await backend.search(query.query, limit=8, now=NOW)
+                seeds = [Candidate(hit.record, relevance=1.0 / (rank + 1)) for rank, hit in enumerate(hits)]
+                ranked = await walk(
+                    backend, [Candidate(s.record, relevance=s.relevance) for s in seeds], intent, config
+                )
+                plain = await walk(PlainNeighbors(backend), seeds, intent, config)
+                assert ranked == plain, (intent, fanout, query.query)
+                assert ranked  # the walk reached something, so the comparison says something
