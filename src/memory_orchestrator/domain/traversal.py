@@ -194,9 +194,11 @@ class _Step:
 
     def strength(self, neighbour: Neighbor) -> float:
         """Intent weight of the edge type times the edge's own weight (a replacement: its weight)."""
-        kind = neighbour.edge.type
-        weight = 1.0 if kind is EdgeType.SUPERSEDES and self.to_causes else self.weights.get(kind, 0.0)
-        return weight * _clamp(neighbour.edge.weight)
+        edge = neighbour.edge
+        weight = self.weights.get(edge.type, 0.0)
+        if edge.type is EdgeType.SUPERSEDES and self.upstream(neighbour):
+            weight = 1.0  # the replacement stands for the replaced hit
+        return weight * _clamp(edge.weight)
 
     def upstream(self, neighbour: Neighbor) -> bool:
         """True, when the walk seeks causes, for a step from an effect to its cause or from a replaced
