@@ -10,6 +10,8 @@ import pytest
 from memory_orchestrator.adapters.memory import InMemoryBackend
 from memory_orchestrator.domain.candidates import Candidate
 from memory_orchestrator.domain.config import DEFAULT_EDGE_WEIGHTS, PipelineConfig
+from memory_orchestrator.domain.orchestrator import Orchestrator
+from memory_orchestrator.domain.requests import ExpandRequest
 from memory_orchestrator.domain.traversal import expand, relative_edge_weights
 from memory_orchestrator.ports import Edge, EdgeType, Filters, FixedClock, Intent, NewMemory
 
@@ -152,3 +154,15 @@ async def test_an_unreadable_replacement_is_a_warning_and_the_walk_goes_on() -> 
     )
     assert mid(3) in pool and mid(2) not in pool
     assert outcome.warnings == ["replacements at hop 1 could not be read (OSError)"]
+
+
+@pytest.mark.anyio
+async def test_the_expand_operation_walks_to_causes_by_the_requested_intent() -> None:
+    # 2 causes 1, 1 causes 3; expanding from 1 ranks the cause first only for WHY
+    backend = await graph(3, [(2, 1, EdgeType.CAUSAL, 0.8), (1, 3, EdgeType.CAUSAL, 0.8)])
+    orchestrator = Orchestrator(backend, config=CONFIG, clock=FixedClock(NOW))
+    why = await orchestrator.expand(ExpandRequest(seeds=(mid(1),), intent=Intent.WHY, hops=1))
+    assert [item.memory_id for item in why.items] == [mid(2), mid(3)]
+    assert why.items[0].signals["graph"] == pytest.approx(0.8)
+    general = await orchestrator.expand(ExpandRequest(seeds=(mid(1),), intent=Intent.GENERAL, hops=1))
+    assert max(item.signals["graph"] for item in general.items) == pytest.approx(0.8 * DECAY)
