@@ -166,3 +166,19 @@ async def test_the_expand_operation_walks_to_causes_by_the_requested_intent() ->
     assert why.items[0].signals["graph"] == pytest.approx(0.8)
     general = await orchestrator.expand(ExpandRequest(seeds=(mid(1),), intent=Intent.GENERAL, hops=1))
     assert max(item.signals["graph"] for item in general.items) == pytest.approx(0.8 * DECAY)
+
+
+@pytest.mark.anyio
+async def test_past_the_hop_budget_a_why_walk_follows_causes_only() -> None:
+    # 5 -> 4 -> 3 -> 2 -> 1 (the hit: the last consequence); 6 is another consequence of 4
+    # and 7 a temporal neighbour of 3
+    chain = [(5, 4, EdgeType.CAUSAL, 0.9), (4, 3, EdgeType.CAUSAL, 0.9), (3, 2, EdgeType.CAUSAL, 0.9)]
+    chain += [(2, 1, EdgeType.CAUSAL, 0.9), (4, 6, EdgeType.CAUSAL, 0.9), (3, 7, EdgeType.TEMPORAL, 1.0)]
+    backend = await graph(7, chain)
+    pool = await walk(backend, [seed(backend, 1)], Intent.WHY, hops=2)
+    assert pool[mid(3)].inherited == pytest.approx(0.9**2)
+    assert pool[mid(4)].inherited == pytest.approx(0.9**3)
+    assert pool[mid(5)].inherited == pytest.approx(0.9**4)
+    assert mid(6) not in pool and mid(7) not in pool
+    # within the budget only, for other intents
+    assert mid(4) not in await walk(backend, [seed(backend, 1)], Intent.GENERAL, hops=2)

@@ -12,14 +12,16 @@ A walk that seeks causes (a WHY question) reads causal edges by their direction:
 effect to its cause (the edge's source) passes the parent's share times the edge's weight, with no hop
 or sibling decay, because the causes of what the question matched are the answer, however many there
 are and however far up the chain (edge weights still fade a long chain). Steps to consequences, and
-every other edge type, decay as above.
+every other edge type, decay as above. A replaced hit brings its replacement into the walk (the
+change a "why did we change X?" question is about), and past the hop budget the walk follows causes
+only, for as many hops again, so a question matching the last consequence reaches the first cause.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -63,6 +65,8 @@ class _State:
     proximity: float = 1.0
     seed_id: str = ""
     path: tuple[PathStep, ...] = ()
+    #: Reached by a step from an effect to its cause (or a replaced memory to its replacement).
+    to_cause: bool = False
 
 
 def relative_edge_weights(
@@ -114,25 +118,62 @@ async def expand(
     deadline = time.monotonic() + config.stage_timeout_s
     native = native_filters(filters, backend.capabilities)
     step = _Step(weights, filters, now, config, intent in CAUSE_SEEKING)
-    for hop in range(1, hops + 1):
-        replacements: dict[str, list[str]] = {}
-        if step.to_causes:
-            beam += await _replacements(
-                backend, beam, pool, step, visited, outcome, (deadline, hop), replacements
-            )
-        frontier = [state.candidate.memory_id for state in beam]
-        neighbours = await _one_hop(backend, frontier, weights, native, deadline, config, outcome, hop)
-        if neighbours is None:
-            break
-        reached = _extend(beam, neighbours, pool, step, outcome, hop)
-        if replacements:
-            outcome.decisions[-1]["replaced_by"] = replacements
-        beam = sorted(reached, key=lambda state: (-state.share, state.candidate.memory_id))
-        beam = [state for state in beam if state.candidate.memory_id not in visited][: limits.beam_width]
-        visited.update(state.candidate.memory_id for state in reached)
-        if not beam or len(visited) >= limits.max_visited:
-            break
+    walk = _Walk(backend, pool, visited, native, deadline, outcome)
+    beam = await walk.hops(beam, step, range(1, hops + 1))
+    if step.to_causes:
+        # Past the hop budget a chain of causes is followed on, over causal edges to causes only
+        # (for as many hops again): "why was the insurance cancelled?" matches the last link of
+        # cause -> decision -> sale -> cancellation. Shares fade with the edge weights.
+        causes = [state for state in beam if state.to_cause]
+        chain = replace(step, weights={EdgeType.CAUSAL: 1.0}, causes_only=True)
+        await walk.hops(causes, chain, range(hops + 1, 2 * hops + 1))
     return outcome
+
+
+@dataclass(slots=True)
+class _Walk:
+    # The state one walk keeps across its hops.
+    backend: MemoryBackend
+    pool: dict[str, Candidate]
+    visited: set[str]
+    native: Filters
+    deadline: float
+    outcome: ExpansionOutcome
+
+    async def hops(self, beam: list[_State], step: _Step, numbers: range) -> list[_State]:
+        """Walk the hops ``numbers`` from ``beam``; the beam left (empty when the walk stopped)."""
+        limits = step.config.expansion
+        for hop in numbers:
+            if not beam or len(self.visited) >= limits.max_visited:
+                return []
+            replacements: dict[str, list[str]] = {}
+            if step.to_causes and not step.causes_only:
+                when = (self.deadline, hop)
+                beam += await _replacements(
+                    self.backend, beam, self.pool, step, self.visited, self.outcome, when, replacements
+                )
+            frontier = [state.candidate.memory_id for state in beam]
+            neighbours = await _one_hop(
+                self.backend,
+                frontier,
+                step.weights,
+                self.native,
+                self.deadline,
+                step.config,
+                self.outcome,
+                hop,
+            )
+            if neighbours is None:
+                return []
+            reached = _extend(beam, neighbours, self.pool, step, self.outcome, hop)
+            if replacements:
+                self.outcome.decisions[-1]["replaced_by"] = replacements
+            beam = sorted(reached, key=lambda state: (-state.share, state.candidate.memory_id))
+            beam = [state for state in beam if state.candidate.memory_id not in self.visited][
+                : limits.beam_width
+            ]
+            self.visited.update(state.candidate.memory_id for state in reached)
+        return beam
 
 
 def _current_share(seeds: Sequence[Candidate]) -> float:
@@ -191,6 +232,8 @@ class _Step:
     config: PipelineConfig
     #: Steps from an effect to its cause keep the parent's share (times the edge weight): a WHY walk.
     to_causes: bool = False
+    #: Only steps to causes are taken (a chain followed past the hop budget).
+    causes_only: bool = False
 
     def strength(self, neighbour: Neighbor) -> float:
         """Intent weight of the edge type times the edge's own weight (a replacement: its weight)."""
@@ -278,6 +321,8 @@ def _extend(
         # Walking back along the path that led here is not a discovery.
         if neighbour.from_id not in parents or neighbour.record.id in behind[neighbour.from_id]:
             continue
+        if step.causes_only and not step.upstream(neighbour):
+            continue
         group = by_parent.setdefault(neighbour.from_id, {})
         current = group.get(neighbour.record.id)
         # A memory linked by several edge types counts once, over its strongest one.
@@ -331,6 +376,7 @@ def _reach(
     path_step = PathStep(parent.candidate.memory_id, record.id, neighbour.edge.type, neighbour.edge.weight)
     state = _State(pool.get(record.id) or Candidate(record), share, parent.proximity * factor)
     state.seed_id, state.path = parent.seed_id, (*parent.path, path_step)
+    state.to_cause = step.upstream(neighbour)
     candidate = state.candidate
     if record.id not in pool:
         pool[record.id] = candidate
