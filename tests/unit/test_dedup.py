@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from memory_orchestrator.domain.candidates import Candidate
 from memory_orchestrator.domain.config import PipelineConfig
 from memory_orchestrator.domain.dedup import deduplicate
-from memory_orchestrator.domain.ranking import RankedItem
-from memory_orchestrator.ports import MemoryRecord
+from memory_orchestrator.domain.ranking import RankedItem, RankingContext
+from memory_orchestrator.ports import Intent, MemoryRecord
 
 NOW = datetime(2026, 3, 18, tzinfo=UTC)
 CONFIG = PipelineConfig()
@@ -94,3 +95,23 @@ def test_same_speaker_alone_is_not_a_contradiction() -> None:
     outcome = deduplicate([old, new], CONFIG)
     assert outcome.stale == []
     assert not outcome.kept[0].superseded
+
+
+def test_a_why_question_infers_no_contradictions_but_keeps_explicit_supersession() -> None:
+    context = RankingContext(query="why", intent=Intent.WHY, entities=(), now=NOW)
+    atlas = ("Atlas",)
+    before = item("m1", "Atlas budget is 40000 euros", 0.9, days_old=20, entities=atlas)
+    after = item("m2", "Atlas budget is 55000 euros", 0.8, days_old=2, entities=atlas)
+    old = item("m3", "we deploy with jenkins", 0.7, days_old=30, superseded_by=("m4",))
+    new = item("m4", "we deploy with github actions", 0.6, days_old=1)
+    for ranked in (before, after, old, new):
+        ranked.context = context
+    outcome = deduplicate([before, after, old, new], CONFIG)
+    assert outcome.stale == [{"older": "m3", "newer": "m4", "why": "explicit supersedes edge"}]
+    assert not before.superseded
+    # The same pair in a question about the current state: the old budget is outdated.
+    for ranked in (before, after):
+        ranked.context = replace(context, intent=Intent.GENERAL)
+    assert deduplicate([before, after], CONFIG).stale == [
+        {"older": "m1", "newer": "m2", "why": "contradiction: changed value"}
+    ]

@@ -8,7 +8,9 @@ drop is recorded as ``duplicate of <id>``. Near-but-not-duplicate pairs (Jaccard
 Staleness: a memory superseded by a newer one (explicit ``supersedes`` edge), or contradicted by a
 newer one that shares an entity (other than its speaker) and half of its words but negates it or
 states another value, is marked superseded and moved after every current item, so a budget keeps it
-only if there is room.
+only if there is room. A WHY question infers no contradictions (explicit edges still count): it asks
+for the history behind something, and an earlier state a newer memory contradicts (the bug report
+before its fix) is part of that answer, not an outdated fact.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from dataclasses import dataclass, field
 
 from memory_orchestrator.domain.config import PipelineConfig
 from memory_orchestrator.domain.ranking import RankedItem, order_key
+from memory_orchestrator.ports import Intent
 from memory_orchestrator.ports.text import content_hash, has_negation
 
 #: Jaccard from which a pair counts as partly redundant (penalised, not merged).
@@ -30,6 +33,8 @@ CONTRADICTION_OVERLAP = 0.5
 #: store can otherwise produce hundreds of marks per query, all saying the same).
 MAX_STALE_MARKS = 3
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+#: Intents whose questions ask for the history behind something: no contradictions are inferred.
+HISTORY_INTENTS = frozenset({Intent.WHY})
 
 
 @dataclass(slots=True)
@@ -173,6 +178,8 @@ def _mark_stale(items: list[RankedItem], facts: dict[str, _Facts]) -> list[dict[
         replacing = [memory_id for memory_id in item.record.superseded_by if memory_id in present]
         for memory_id in replacing:
             stale.append({"older": item.record.id, "newer": memory_id, "why": "explicit supersedes edge"})
+    if _asks_for_history(items):
+        return stale
     # Only pairs sharing enough words can contradict each other: found through a word index,
     # not by comparing every pair.
     index = _WordIndex()
@@ -200,6 +207,11 @@ def _mark_stale(items: list[RankedItem], facts: dict[str, _Facts]) -> list[dict[
             marks[other] += 1
             stale.append({"older": older.record.id, "newer": newer.record.id, "why": why})
     return stale
+
+
+def _asks_for_history(items: Sequence[RankedItem]) -> bool:
+    context = items[0].context if items else None
+    return context is not None and context.intent in HISTORY_INTENTS
 
 
 def _subjects(item: RankedItem) -> set[str]:

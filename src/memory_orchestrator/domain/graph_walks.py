@@ -44,6 +44,7 @@ async def run_expand(
             filters=Filters(),
             now=now,
             config=walk_config,
+            intent=request.intent,
         )
     for warning in outcome.warnings:
         trace.warn(warning)

@@ -23,6 +23,7 @@ from memory_orchestrator.domain.results import QueryPlan, ResultItem
 from memory_orchestrator.domain.retrieval import RetrievalOutcome, retrieve, retrieve_recent, with_window
 from memory_orchestrator.domain.trace import Trace
 from memory_orchestrator.domain.traversal import expand, relative_edge_weights
+from memory_orchestrator.domain.word_forms import with_base_forms
 from memory_orchestrator.ports import Filters, MemoryBackend, RetrievalChannel, Scorer, TimeRange
 
 #: How the plan's intent cues name a time phrase read from the question.
@@ -212,7 +213,29 @@ async def _fallbacks(
         found = await _retrieve_once(backend, plan, request.filters, request, config, channels)
         if found.candidates:
             return found
-    return None
+    return await _base_form_fallback(backend, plan, filters, request, config, trace, channels)
+
+
+async def _base_form_fallback(
+    backend: MemoryBackend,
+    plan: QueryPlan,
+    filters: Filters,
+    request: PipelineInput,
+    config: PipelineConfig,
+    trace: Trace,
+    channels: Sequence[RetrievalChannel],
+) -> RetrievalOutcome | None:
+    """The question's words with their base forms ("babysitters": "babysit"), see ``word_forms``."""
+    relaxed = with_base_forms(plan.canonical)
+    if plan.strategy == "episodic" or relaxed == plan.canonical:
+        return None
+    found = await _retrieve_once(
+        backend, replace(plan, subqueries=(relaxed,)), filters, request, config, channels
+    )
+    if not found.candidates:
+        return None
+    trace.warn(f"no memory matches the question's words; searched their base forms too: {relaxed!r}")
+    return found
 
 
 async def _retrieve_once(
@@ -255,7 +278,15 @@ async def _expand(
     weights = relative_edge_weights(config.edge_weights, plan.intent, config.allowed_edge_types)
     filters = with_window(request.filters, filtering_window(plan, request))
     outcome = await expand(
-        backend, seeds, pool, weights=weights, hops=plan.hops, filters=filters, now=request.now, config=config
+        backend,
+        seeds,
+        pool,
+        weights=weights,
+        hops=plan.hops,
+        filters=filters,
+        now=request.now,
+        config=config,
+        intent=plan.intent,
     )
     for warning in outcome.warnings:
         trace.warn(warning)

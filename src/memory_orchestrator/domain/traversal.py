@@ -7,13 +7,21 @@ hop_decay``, further divided among siblings (the j-th strongest neighbour of a n
 their seed's, never a weak memory on its own lexical merit. A hub guard keeps at most ``max_fanout``
 neighbours per node and records what was cut; hops, beam width and a visit cap bound the walk, and
 the stage timeout stops it with what was found so far.
+
+A walk that seeks causes (a WHY question) reads causal edges by their direction: a step from an
+effect to its cause (the edge's source) passes the parent's share times the edge's weight, with no hop
+or sibling decay, because the causes of what the question matched are the answer, however many there
+are and however far up the chain (edge weights still fade a long chain). Steps to consequences, and
+every other edge type, decay as above. A replaced hit brings its replacement into the walk (the
+change a "why did we change X?" question is about), and past the hop budget the walk follows causes
+only, for as many hops again, so a question matching the last consequence reaches the first cause.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -22,7 +30,18 @@ from memory_orchestrator.domain.config import PipelineConfig
 from memory_orchestrator.domain.deadlines import within
 from memory_orchestrator.domain.results import PathStep
 from memory_orchestrator.domain.retrieval import exclusion, native_filters
-from memory_orchestrator.ports import EdgeType, Filters, Intent, MemoryBackend, Neighbor, RankedNeighbors
+from memory_orchestrator.ports import (
+    Edge,
+    EdgeType,
+    Filters,
+    Intent,
+    MemoryBackend,
+    Neighbor,
+    RankedNeighbors,
+)
+
+#: Intents whose answer lies upstream of a hit: the walk follows causal edges to causes undecayed.
+CAUSE_SEEKING: frozenset[Intent] = frozenset({Intent.WHY})
 
 
 @dataclass(slots=True)
@@ -46,6 +65,8 @@ class _State:
     proximity: float = 1.0
     seed_id: str = ""
     path: tuple[PathStep, ...] = ()
+    #: Reached by a step from an effect to its cause (or a replaced memory to its replacement).
+    to_cause: bool = False
 
 
 def relative_edge_weights(
@@ -75,8 +96,12 @@ async def expand(
     filters: Filters,
     now: datetime,
     config: PipelineConfig,
+    intent: Intent = Intent.GENERAL,
 ) -> ExpansionOutcome:
-    """Walk ``hops`` hops from ``seeds`` (best first); new memories are added to ``pool``."""
+    """Walk ``hops`` hops from ``seeds`` (best first); new memories are added to ``pool``.
+
+    ``intent`` decides how causal edges are read (see the module docstring: WHY walks to causes).
+    """
     outcome = ExpansionOutcome()
     limits = config.expansion
     bar = limits.min_seed_relevance * _current_share(seeds)
@@ -92,18 +117,63 @@ async def expand(
     visited = {state.candidate.memory_id for state in beam}
     deadline = time.monotonic() + config.stage_timeout_s
     native = native_filters(filters, backend.capabilities)
-    for hop in range(1, hops + 1):
-        frontier = [state.candidate.memory_id for state in beam]
-        neighbours = await _one_hop(backend, frontier, weights, native, deadline, config, outcome, hop)
-        if neighbours is None:
-            break
-        reached = _extend(beam, neighbours, pool, weights, filters, now, config, outcome, hop)
-        beam = sorted(reached, key=lambda state: (-state.share, state.candidate.memory_id))
-        beam = [state for state in beam if state.candidate.memory_id not in visited][: limits.beam_width]
-        visited.update(state.candidate.memory_id for state in reached)
-        if not beam or len(visited) >= limits.max_visited:
-            break
+    step = _Step(weights, filters, now, config, intent in CAUSE_SEEKING)
+    walk = _Walk(backend, pool, visited, native, deadline, outcome)
+    beam = await walk.hops(beam, step, range(1, hops + 1))
+    if step.to_causes:
+        # Past the hop budget a chain of causes is followed on, over causal edges to causes only
+        # (for as many hops again): "why was the insurance cancelled?" matches the last link of
+        # cause -> decision -> sale -> cancellation. Shares fade with the edge weights.
+        causes = [state for state in beam if state.to_cause]
+        chain = replace(step, weights={EdgeType.CAUSAL: 1.0}, causes_only=True)
+        await walk.hops(causes, chain, range(hops + 1, 2 * hops + 1))
     return outcome
+
+
+@dataclass(slots=True)
+class _Walk:
+    # The state one walk keeps across its hops.
+    backend: MemoryBackend
+    pool: dict[str, Candidate]
+    visited: set[str]
+    native: Filters
+    deadline: float
+    outcome: ExpansionOutcome
+
+    async def hops(self, beam: list[_State], step: _Step, numbers: range) -> list[_State]:
+        """Walk the hops ``numbers`` from ``beam``; the beam left (empty when the walk stopped)."""
+        limits = step.config.expansion
+        for hop in numbers:
+            if not beam or len(self.visited) >= limits.max_visited:
+                return []
+            replacements: dict[str, list[str]] = {}
+            if step.to_causes and not step.causes_only:
+                when = (self.deadline, hop)
+                beam += await _replacements(
+                    self.backend, beam, self.pool, step, self.visited, self.outcome, when, replacements
+                )
+            frontier = [state.candidate.memory_id for state in beam]
+            neighbours = await _one_hop(
+                self.backend,
+                frontier,
+                step.weights,
+                self.native,
+                self.deadline,
+                step.config,
+                self.outcome,
+                hop,
+            )
+            if neighbours is None:
+                return []
+            reached = _extend(beam, neighbours, self.pool, step, self.outcome, hop)
+            if replacements:
+                self.outcome.decisions[-1]["replaced_by"] = replacements
+            beam = sorted(reached, key=lambda state: (-state.share, state.candidate.memory_id))
+            beam = [state for state in beam if state.candidate.memory_id not in self.visited][
+                : limits.beam_width
+            ]
+            self.visited.update(state.candidate.memory_id for state in reached)
+        return beam
 
 
 def _current_share(seeds: Sequence[Candidate]) -> float:
@@ -153,38 +223,115 @@ async def _one_hop(
         return None
 
 
+@dataclass(frozen=True, slots=True)
+class _Step:
+    # What every step of one walk is scored by.
+    weights: Mapping[EdgeType, float]
+    filters: Filters
+    now: datetime
+    config: PipelineConfig
+    #: Steps from an effect to its cause keep the parent's share (times the edge weight): a WHY walk.
+    to_causes: bool = False
+    #: Only steps to causes are taken (a chain followed past the hop budget).
+    causes_only: bool = False
+
+    def strength(self, neighbour: Neighbor) -> float:
+        """Intent weight of the edge type times the edge's own weight (a replacement: its weight)."""
+        edge = neighbour.edge
+        weight = self.weights.get(edge.type, 0.0)
+        if edge.type is EdgeType.SUPERSEDES and self.upstream(neighbour):
+            weight = 1.0  # the replacement stands for the replaced hit
+        return weight * _clamp(edge.weight)
+
+    def upstream(self, neighbour: Neighbor) -> bool:
+        """True, when the walk seeks causes, for a step from an effect to its cause or from a replaced
+        memory to its replacement (both edges point at the memory the step starts from)."""
+        edge = neighbour.edge
+        followed = edge.type is EdgeType.CAUSAL or edge.type is EdgeType.SUPERSEDES
+        return self.to_causes and followed and edge.source == neighbour.record.id
+
+    def factor(self, neighbour: Neighbor, rank: int) -> float:
+        """Share of the parent's share the neighbour inherits (``rank``: among its siblings)."""
+        if self.upstream(neighbour):
+            return self.strength(neighbour)
+        limits = self.config.expansion
+        return self.strength(neighbour) * limits.hop_decay / (1.0 + limits.sibling_decay * rank)
+
+
+async def _replacements(
+    backend: MemoryBackend,
+    beam: list[_State],
+    pool: dict[str, Candidate],
+    step: _Step,
+    visited: set[str],
+    outcome: ExpansionOutcome,
+    when: tuple[float, int],
+    found: dict[str, list[str]],
+) -> list[_State]:
+    # A hit that was replaced stands for what replaced it: "why did we change X?" matches the old X,
+    # and the change and its causes are the answer. The replacement joins this hop's frontier, so
+    # its causes are reached in the same call. Read from the records (every backend reports
+    # ``superseded_by``): one ``get``, only when the beam holds a replaced memory.
+    deadline, hop = when
+    replaced = {state.candidate.memory_id: state for state in beam if state.candidate.record.superseded_by}
+    wanted = [
+        new
+        for state in replaced.values()
+        for new in state.candidate.record.superseded_by
+        if new not in visited and new not in replaced
+    ]
+    remaining = deadline - time.monotonic()
+    if not wanted or remaining <= 0:
+        return []
+    try:
+        records = await within(backend.get(list(dict.fromkeys(wanted))), remaining)
+    except Exception as exc:  # the walk goes on without them
+        outcome.warnings.append(f"replacements at hop {hop} could not be read ({type(exc).__name__})")
+        return []
+    states: dict[str, _State] = {}
+    for record in records:
+        for old, parent in replaced.items():
+            if record.id not in parent.candidate.record.superseded_by:
+                continue
+            edge = Edge(record.id, old, EdgeType.SUPERSEDES, 1.0)
+            state = _reach(parent, Neighbor(record, edge, old, hop), 0, pool, step, outcome)
+            if state is not None and (record.id not in states or state.share > states[record.id].share):
+                states[record.id] = state
+                found.setdefault(old, []).append(record.id)
+    visited.update(states)
+    return list(states.values())
+
+
 def _extend(
     beam: list[_State],
     neighbours: list[Neighbor],
     pool: dict[str, Candidate],
-    weights: Mapping[EdgeType, float],
-    filters: Filters,
-    now: datetime,
-    config: PipelineConfig,
+    step: _Step,
     outcome: ExpansionOutcome,
     hop: int,
 ) -> list[_State]:
-    limits = config.expansion
+    limits = step.config.expansion
     parents = {state.candidate.memory_id: state for state in beam}
     by_parent: dict[str, dict[str, Neighbor]] = {}
     behind = {
-        parent_id: {state.seed_id, *(step.from_id for step in state.path)}
+        parent_id: {state.seed_id, *(item.from_id for item in state.path)}
         for parent_id, state in parents.items()
     }
     for neighbour in neighbours:
         # Walking back along the path that led here is not a discovery.
         if neighbour.from_id not in parents or neighbour.record.id in behind[neighbour.from_id]:
             continue
-        strength = weights.get(neighbour.edge.type, 0.0) * _clamp(neighbour.edge.weight)
+        if step.causes_only and not step.upstream(neighbour):
+            continue
         group = by_parent.setdefault(neighbour.from_id, {})
         current = group.get(neighbour.record.id)
         # A memory linked by several edge types counts once, over its strongest one.
-        if current is None or strength > weights.get(current.edge.type, 0.0) * _clamp(current.edge.weight):
+        if current is None or step.factor(neighbour, 0) > step.factor(current, 0):
             group[neighbour.record.id] = neighbour
     reached: dict[str, _State] = {}
     decision: dict[str, Any] = {"hop": hop, "frontier": list(parents), "reached": 0, "cut": {}}
     for parent_id, group in by_parent.items():
-        ordered = sorted(group.values(), key=lambda item: _strength_order(item, weights))
+        ordered = sorted(group.values(), key=lambda item: (-step.factor(item, 0), item.record.id))
         if len(ordered) > limits.max_fanout:
             cut = ordered[limits.max_fanout :]
             decision["cut"][parent_id] = [item.record.id for item in cut]
@@ -192,8 +339,12 @@ def _extend(
                 (item.record.id, f"hub guard: fan-out of {parent_id} capped at {limits.max_fanout}")
                 for item in cut
             )
-        for rank, neighbour in enumerate(ordered[: limits.max_fanout]):
-            state = _reach(parents[parent_id], neighbour, rank, pool, weights, filters, now, config, outcome)
+        siblings = 0
+        for neighbour in ordered[: limits.max_fanout]:
+            # Causes do not count as siblings: every cause of an effect is part of the answer.
+            rank = 0 if step.upstream(neighbour) else siblings
+            siblings += 0 if step.upstream(neighbour) else 1
+            state = _reach(parents[parent_id], neighbour, rank, pool, step, outcome)
             if state is None:
                 continue
             previous = reached.get(neighbour.record.id)
@@ -209,27 +360,23 @@ def _reach(
     neighbour: Neighbor,
     rank: int,
     pool: dict[str, Candidate],
-    weights: Mapping[EdgeType, float],
-    filters: Filters,
-    now: datetime,
-    config: PipelineConfig,
+    step: _Step,
     outcome: ExpansionOutcome,
 ) -> _State | None:
-    limits = config.expansion
     record = neighbour.record
-    reason = exclusion(record, filters, now)
+    reason = exclusion(record, step.filters, step.now)
     if reason is not None:
         outcome.dropped.append((record.id, reason))
         return None
-    factor = weights[neighbour.edge.type] * _clamp(neighbour.edge.weight) * limits.hop_decay
-    factor /= 1.0 + limits.sibling_decay * rank
+    factor = step.factor(neighbour, rank)
     share = parent.share * factor
-    if share < limits.min_path_score:
+    if share < step.config.expansion.min_path_score:
         outcome.dropped.append((record.id, f"below threshold: path score {share:.3f}"))
         return None
-    step = PathStep(parent.candidate.memory_id, record.id, neighbour.edge.type, neighbour.edge.weight)
+    path_step = PathStep(parent.candidate.memory_id, record.id, neighbour.edge.type, neighbour.edge.weight)
     state = _State(pool.get(record.id) or Candidate(record), share, parent.proximity * factor)
-    state.seed_id, state.path = parent.seed_id, (*parent.path, step)
+    state.seed_id, state.path = parent.seed_id, (*parent.path, path_step)
+    state.to_cause = step.upstream(neighbour)
     candidate = state.candidate
     if record.id not in pool:
         pool[record.id] = candidate
@@ -238,10 +385,6 @@ def _reach(
         candidate.inherited, candidate.proximity = share, state.proximity
         candidate.seed_id, candidate.path = state.seed_id, state.path
     return state
-
-
-def _strength_order(item: Neighbor, weights: Mapping[EdgeType, float]) -> tuple[float, str]:
-    return (-weights.get(item.edge.type, 0.0) * _clamp(item.edge.weight), item.record.id)
 
 
 def _clamp(value: float) -> float:
