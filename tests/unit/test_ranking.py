@@ -10,12 +10,10 @@ import pytest
 from memory_orchestrator.domain.candidates import Candidate
 from memory_orchestrator.domain.config import PipelineConfig
 from memory_orchestrator.domain.ranking import (
-    QUESTION_NOISE,
     RankingContext,
     matched_entities,
     name_pattern,
     noise,
-    question_noise,
     rank,
     recency,
 )
@@ -124,17 +122,6 @@ def test_noise_penalises_content_free_memories() -> None:
     assert noise("thanks, see you") == 1.0
     assert noise("thanks, parcel arrived") == pytest.approx(1 / 3)
     assert noise("the sensors from vendor x arrived late") == 0.0
-
-
-def test_a_memory_that_ends_by_asking_is_partly_noise() -> None:
-    assert question_noise("Wow, that looks great! What kind of yoga is it?") == QUESTION_NOISE
-    assert question_noise("Did you see the band? [image: a photo of a stage]") == QUESTION_NOISE
-    assert question_noise("Why? Because the vendor shipped late.") == 0.0
-    asked = Candidate(record("m1", "Which vendor shipped the sensors late?"), relevance=1.0)
-    told = Candidate(record("m2", "Vendor X shipped the sensors three weeks late."), relevance=0.95)
-    ranked, _ = rank([asked, told], context(), CONFIG)
-    assert [item.record.id for item in ranked] == ["m2", "m1"]
-    assert ranked[1].signals["noise"] == QUESTION_NOISE
 
 
 def test_cross_reference_rewards_agreeing_lists() -> None:

@@ -11,9 +11,7 @@ expanded memory inherits. An expanded memory therefore competes with the inherit
 its own (often absent) lexical match, and a direct hit that is also a neighbour of another strong hit
 is corroborated by ``w_graph`` times the smaller of the two. ``recency`` (half-life decay from
 ``now``) counts fully only for WHEN, episodic or time-windowed questions and at a fifth otherwise.
-``noise`` is high for a memory with few content words and half for one that ends by asking a
-question (no evidence, however well it matches). Ties break on score, then newer ``created_at``, then
-id, so the order is deterministic.
+Ties break on score, then newer ``created_at``, then id, so the order is deterministic.
 """
 
 from __future__ import annotations
@@ -40,11 +38,6 @@ TYPE_MATCH: dict[Intent, dict[str, float]] = {
 MIN_SPECIFICITY_POOL = 10
 #: Recency weight multiplier when time is not what the question is about.
 WEAK_RECENCY = 0.2
-#: The noise of a memory that ends with a question (see ``question_noise``): 0.1 of score at the
-#: default noise weight. LoCoMo tuning conversations, expanded R@10 (2 runs each) for a cost of 0.05,
-#: 0.1, 0.2: categories 1-4 78.3 -> 78.7, 78.9, 78.0 (temporal questions lose at 0.2).
-QUESTION_NOISE = 0.5
-_TRAILING_NOTE = re.compile(r"\s*\[[^\[\]]*\]\s*$")
 #: Chat filler that does not count as content for the noise signal.
 FILLER = frozenset(
     re.findall(
@@ -160,7 +153,7 @@ def score_candidate(
         "entity": len(matched) / len(patterns) if entity is None and patterns else (entity or 0.0),
         "importance": min(1.0, max(0.0, (record.importance - 1) / 4)),
         "cross_reference": _cross_reference(candidate, context.total_lists),
-        "noise": max(noise_of_words(candidate.words()), question_noise(record.content)),
+        "noise": noise_of_words(candidate.words()),
         "time": time_match(record.created_at, context.time_window),
     }
     recency_weight = weights.recency * (1.0 if _time_matters(context) else WEAK_RECENCY)
@@ -269,17 +262,6 @@ def addressed(text: str, match: re.Match[str]) -> bool:
 def noise(content: str) -> float:
     """1.0 for a memory with no content words, falling to 0 at three distinct content words."""
     return noise_of_words(frozenset(tokenize(content)))
-
-
-def question_noise(content: str) -> float:
-    """``QUESTION_NOISE`` for a memory that ends by asking something, else 0.
-
-    "Wow! What kind of yoga is it?" repeats the topic of its answer without telling anything: it is
-    matched as well as the answer (better, with context at index time) but is no evidence. A
-    trailing bracketed note (an attachment's caption) is not the end of what was said.
-    """
-    text = _TRAILING_NOTE.sub("", content).rstrip()
-    return QUESTION_NOISE if text.endswith("?") else 0.0
 
 
 def noise_of_words(words: frozenset[str]) -> float:
