@@ -8,19 +8,13 @@ from typing import Any
 
 import aiosqlite
 
-from memory_orchestrator.adapters.sqlite.context import OWN_WORDS, context_from, neighbours, refresh
-from memory_orchestrator.adapters.sqlite.rows import as_json, fts_query, stamp
-from memory_orchestrator.adapters.sqlite.terms import count_terms, selective_terms
+from memory_orchestrator.adapters.sqlite.context import context_from, neighbours, refresh
+from memory_orchestrator.adapters.sqlite.lexical import add_terms, lexical_rows, remove_terms, term_rows
+from memory_orchestrator.adapters.sqlite.rows import as_json, stamp
+from memory_orchestrator.adapters.sqlite.terms import count_terms
 from memory_orchestrator.ports import ChangeKind, MemoryRecord, parse_timestamp
 from memory_orchestrator.ports.autolinks import DEFAULT_LIMITS, LinkLimits, MemorySketch
 from memory_orchestrator.ports.text import tokenize
-
-#: Lexically similar memories fetched from FTS as candidates for semantic edges.
-LEXICAL_CANDIDATES = 20
-#: Query terms used to find them (the rarest ones: they are the telling ones and the cheap ones).
-LEXICAL_TERMS = 4
-#: ... and at most this many postings among them (BM25 scores every match before taking the best).
-LEXICAL_POSTINGS = 600
 
 
 async def find_active_duplicate(db: aiosqlite.Connection, digest: str) -> str | None:
@@ -52,8 +46,8 @@ async def candidate_ids(
 ) -> set[str]:
     """Every memory the link rules could pick for ``new``, each found through an index.
 
-    One compound query (a single round trip): same source around ``created_at``, anything within the
-    proximity window, the nearest carriers of each entity, and the lexically closest memories.
+    One compound query: same source around ``created_at``, anything within the proximity window, the
+    nearest carriers of each entity, and the lexically closest memories (``lexical.lexical_rows``).
     """
     at = stamp(new.created_at)
     window = timedelta(hours=limits.proximity_hours)
@@ -71,16 +65,11 @@ async def candidate_ids(
     for name in sorted(new.entities):
         parts.append((_nearest_carriers("<=", "created_at DESC"), (name, at, per_name)))
         parts.append((_nearest_carriers(">=", "created_at"), (name, at, per_name)))
-    terms = await selective_terms(db, sorted(new.tokens), most=LEXICAL_TERMS, postings=LEXICAL_POSTINGS)
-    query = fts_query(terms)
-    if query is not None:
-        lexical = (
-            "SELECT id FROM (SELECT m.id AS id FROM memories_fts "
-            "JOIN memories m ON m.rowid = memories_fts.rowid "
-            "WHERE memories_fts MATCH ? AND m.deleted_at IS NULL ORDER BY bm25(memories_fts) LIMIT ?)"
+    rows = await lexical_rows(db, new.tokens)
+    if rows:
+        parts.append(
+            ("SELECT id FROM memories WHERE rowid IN (SELECT value FROM json_each(?))", (json.dumps(rows),))
         )
-        # the memory's own words only: a neighbour's words in its context column are no likeness
-        parts.append((lexical, (f"{OWN_WORDS} : ({query})", LEXICAL_CANDIDATES)))
     sql = " UNION ".join(part for part, _ in parts)
     params = [value for _, values in parts for value in values]
     found = {str(row[0]) for row in await db.execute_fetchall(sql, params)}
@@ -196,6 +185,8 @@ async def insert_memory(db: aiosqlite.Connection, record: MemoryRecord, digest: 
     )
     await refresh(db, around)
     await count_terms(db, tokens, +1)
+    if row is not None:
+        await add_terms(db, term_rows(row, tokens))
     spellings = {name.casefold(): name for name in reversed(record.entities)}
     created = stamp(record.created_at)
     await db.executemany(
@@ -218,6 +209,7 @@ async def remove_from_indexes(db: aiosqlite.Connection, memory_id: str) -> None:
     )
     for row in rows:
         await count_terms(db, str(row[0]).split(), -1)
+        await remove_terms(db, int(row[1]), str(row[0]).split())
     await db.execute(
         "DELETE FROM memories_fts WHERE rowid = (SELECT rowid FROM memories WHERE id = ?)", (memory_id,)
     )
