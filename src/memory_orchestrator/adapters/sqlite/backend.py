@@ -17,6 +17,7 @@ import aiosqlite
 
 from memory_orchestrator.adapters.sqlite import graph, retrieval, writes
 from memory_orchestrator.adapters.sqlite import vectors as vector_rows
+from memory_orchestrator.adapters.sqlite.batch import Batch, finish
 from memory_orchestrator.adapters.sqlite.health import health_report
 from memory_orchestrator.adapters.sqlite.records import active_records, select_records
 from memory_orchestrator.adapters.sqlite.rows import MEMORY_COLUMNS, stamp
@@ -285,18 +286,16 @@ class SqliteBackend(AsyncLifecycle):
         try:
             await self._begin(conn)
             results = []
-            # No write reads edges, and every automatic edge touches its brand-new memory: the batch's
-            # edges go in at the end, in key order (one statement, sequential B-tree inserts).
-            edges: list[Edge] = []
+            # What no write of the batch reads waits for its end (adapters/sqlite/batch.py).
+            deferred = Batch()
             for memory in memories:
                 digest = content_hash(memory.content)
                 existing = await writes.find_active_duplicate(conn, digest) if memory.dedup else None
                 if existing is not None:
                     results.append(await self._skipped(conn, existing))
                 else:
-                    results.append(await self._insert(conn, memory, digest, edges))
-            edges.sort(key=lambda edge: (edge.source, edge.target, edge.type.value))
-            await graph.insert_edges(conn, edges)
+                    results.append(await self._insert(conn, memory, digest, deferred))
+            await finish(conn, deferred)
             await conn.execute("COMMIT")
         except BaseException:
             await rollback(conn)
@@ -308,10 +307,10 @@ class SqliteBackend(AsyncLifecycle):
         return WriteResult(existing, WriteAction.SKIPPED, duplicate_of=existing, record=found.get(existing))
 
     async def _insert(
-        self, db: aiosqlite.Connection, memory: NewMemory, digest: str, deferred: list[Edge] | None = None
+        self, db: aiosqlite.Connection, memory: NewMemory, digest: str, deferred: Batch | None = None
     ) -> WriteResult:
-        """Store one new memory and its automatic edges (appended to ``deferred`` when given, for the
-        caller to insert before it commits)."""
+        """Store one new memory and its automatic edges; with ``deferred`` (a batch's), its edges, FTS
+        row and change-log entry are left there for ``batch.finish`` before the batch commits."""
         now = self._now()
         known = await writes.known_names(db, name_candidates(memory.content))
         record = MemoryRecord(
@@ -330,12 +329,14 @@ class SqliteBackend(AsyncLifecycle):
         others = await writes.load_sketches(db, await writes.candidate_ids(db, new), self._sketches)
         counts = await writes.entity_counts(db, new.entities)
         edges, candidates = plan_links(new, others, at=now, entity_counts=counts)
-        await writes.insert_memory(db, record, digest, memory.dedup)
         if deferred is None:
+            await writes.insert_memory(db, record, digest, memory.dedup)
             await graph.insert_edges(db, edges)
+            await writes.log_change(db, ChangeKind.ADDED, record.id, stamp(now))
         else:
-            deferred.extend(edges)
-        await writes.log_change(db, ChangeKind.ADDED, record.id, stamp(now))
+            await writes.insert_memory(db, record, digest, memory.dedup, deferred.unindexed)
+            deferred.edges.extend(edges)
+            deferred.changes.append((ChangeKind.ADDED.value, record.id, stamp(now), ""))
         self._sketches.put(new)
         created = Counter(edge.type.value for edge in edges)
         return WriteResult(

@@ -8,7 +8,7 @@ from typing import Any
 
 import aiosqlite
 
-from memory_orchestrator.adapters.sqlite.context import context_from, neighbours, refresh
+from memory_orchestrator.adapters.sqlite.context import Neighbour, context_from, neighbours, refresh
 from memory_orchestrator.adapters.sqlite.lexical import add_terms, lexical_rows, remove_terms, term_rows
 from memory_orchestrator.adapters.sqlite.rows import as_json, stamp
 from memory_orchestrator.adapters.sqlite.terms import count_terms
@@ -102,8 +102,7 @@ class SketchCache:
 async def load_sketches(
     db: aiosqlite.Connection, ids: set[str], cache: SketchCache | None = None
 ) -> list[MemorySketch]:
-    """Sketches of the candidate memories (from ``cache`` when it has them); tokens come from the FTS
-    row (already tokenized once)."""
+    """Sketches of the candidate memories (from ``cache`` when it has them)."""
     found: list[MemorySketch] = []
     missing: list[str] = []
     for memory_id in sorted(ids):
@@ -114,9 +113,9 @@ async def load_sketches(
             found.append(cached)
     if not missing:
         return found
+    # not from the FTS row: a batch writes those at its end
     sql = (
-        "SELECT m.id, m.content, m.source, m.created_at, m.entities, f.tokens FROM memories m "
-        "JOIN memories_fts f ON f.rowid = m.rowid "
+        "SELECT m.id, m.content, m.source, m.created_at, m.entities FROM memories m "
         "WHERE m.id IN (SELECT value FROM json_each(?)) AND m.deleted_at IS NULL"
     )
     for row in await db.execute_fetchall(sql, (json.dumps(missing),)):
@@ -133,7 +132,7 @@ def _sketch(row: tuple[Any, ...]) -> MemorySketch:
         content=row[1],
         source=row[2],
         created_at=parse_timestamp(row[3]),
-        tokens=frozenset(row[5].split()),
+        tokens=frozenset(tokenize(row[1])),
         entities=frozenset(name.casefold() for name in json.loads(row[4])),
     )
 
@@ -156,8 +155,15 @@ async def entity_counts(db: aiosqlite.Connection, names: frozenset[str]) -> dict
     return {str(row[0]): int(row[1]) for row in rows}
 
 
-async def insert_memory(db: aiosqlite.Connection, record: MemoryRecord, digest: str, dedup: bool) -> None:
-    """Insert the memory, its FTS row, its entity rows and entity statistics."""
+async def insert_memory(
+    db: aiosqlite.Connection,
+    record: MemoryRecord,
+    digest: str,
+    dedup: bool,
+    unindexed: list[Neighbour] | None = None,
+) -> None:
+    """Insert the memory, its FTS row, its entity rows and entity statistics. With ``unindexed`` (a
+    batch's) the FTS row is not written but appended there, for ``batch.index`` to write at the end."""
     rowid = await db.execute_insert(
         "INSERT INTO memories (id, content, content_hash, dedup_key, category, importance, tags, entities, "
         "source, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -177,16 +183,19 @@ async def insert_memory(db: aiosqlite.Connection, record: MemoryRecord, digest: 
         ),
     )
     tokens = tokenize(record.content)
-    row = int(rowid[0]) if rowid else None
-    around = await neighbours(db, record.created_at, row) if row is not None else []
-    context = context_from(around, record.created_at, record.source)
-    await db.execute(
-        "INSERT INTO memories_fts (rowid, tokens, context) VALUES (?, ?, ?)", (row, " ".join(tokens), context)
-    )
-    await refresh(db, around)
+    row = int(rowid[0]) if rowid else 0
+    if unindexed is not None:
+        unindexed.append(Neighbour(row, record.created_at, record.source, " ".join(tokens)))
+    else:
+        around = await neighbours(db, record.created_at, row)
+        context = context_from(around, record.created_at, record.source)
+        await db.execute(
+            "INSERT INTO memories_fts (rowid, tokens, context) VALUES (?, ?, ?)",
+            (row, " ".join(tokens), context),
+        )
+        await refresh(db, around)
     await count_terms(db, tokens, +1)
-    if row is not None:
-        await add_terms(db, term_rows(row, tokens))
+    await add_terms(db, term_rows(row, tokens))
     spellings = {name.casefold(): name for name in reversed(record.entities)}
     created = stamp(record.created_at)
     await db.executemany(
