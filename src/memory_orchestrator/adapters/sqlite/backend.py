@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 import sqlite3
 import threading
-import uuid
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -73,6 +74,10 @@ FIRST_BACKOFF_S = 0.05
 #: lookups and keyword search touch more index pages than that: at 100k memories a write's candidate
 #: query cost ~40% less CPU with 32-64 MiB. Allocated only as pages are read (it raises peak RSS).
 CACHE_KIB = 32768
+#: WAL pages the bulk connection lets accumulate before it checkpoints (SQLite's default is 1000, about
+#: 4 MB): a batch of a few hundred memories dirties about that many pages, so each batch paid a
+#: checkpoint; with a larger WAL a page rewritten by several batches is copied back once.
+BULK_WAL_PAGES = 16384
 
 
 class SqliteBackend(AsyncLifecycle):
@@ -265,6 +270,7 @@ class SqliteBackend(AsyncLifecycle):
                 connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms):d}")
                 connection.execute("PRAGMA synchronous = NORMAL")
                 connection.execute(f"PRAGMA cache_size = {-CACHE_KIB:d}")
+                connection.execute(f"PRAGMA wal_autocheckpoint = {BULK_WAL_PAGES:d}")
                 self._bulk = connection
             try:
                 return asyncio.run(self._store_batch(SyncConnection(self._bulk), memories))
@@ -314,7 +320,7 @@ class SqliteBackend(AsyncLifecycle):
         now = self._now()
         known = await writes.known_names(db, name_candidates(memory.content))
         record = MemoryRecord(
-            id=f"mem-{uuid.uuid4().hex[:20]}",
+            id=new_id(),
             content=memory.content,
             created_at=ensure_utc(memory.created_at) if memory.created_at else now,
             updated_at=now,
@@ -517,6 +523,15 @@ class SqliteBackend(AsyncLifecycle):
         )
         with self._translated("all_records"):
             return await select_records(self.db, sql, ())
+
+
+def new_id() -> str:
+    """A fresh memory id, ``mem-`` and 20 hex digits: the time in microseconds, then 28 random bits.
+
+    Ids in the order they are made keep each write's index entries (the id, its edges, its entity
+    rows) at the end of their B-trees rather than scattered over them: a batch dirties a few pages
+    instead of one per entry, which counts most in large stores."""
+    return f"mem-{time.time_ns() // 1000:013x}{secrets.randbits(28):07x}"
 
 
 def _cannot_write(exc: BaseException) -> bool:

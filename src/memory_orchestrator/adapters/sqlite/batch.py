@@ -54,9 +54,12 @@ async def index(db: aiosqlite.Connection, written: list[Neighbour]) -> None:
     keys = [_key(row) for row in ordered]
     touched: dict[int, Neighbour] = {}
     rows = []
+    before = after = None
     for position, row in enumerate(ordered):
-        # the FTS join sees only indexed memories: these are the nearest ones outside the batch
-        before, after = await around(db, row.created_at, row.rowid)
+        if position == 0 or (after is not None and _key(after) < keys[position]):
+            # the FTS join sees only indexed memories: these are the nearest ones outside the batch
+            before, after = await around(db, row.created_at, row.rowid)
+        # else no indexed memory lies between this one and the previous: they share both
         for other in (before, after):
             if other is not None:
                 touched[other.rowid] = other
