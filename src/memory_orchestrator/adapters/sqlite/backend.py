@@ -331,16 +331,17 @@ class SqliteBackend(AsyncLifecycle):
             source=memory.source,
             metadata=dict(memory.metadata),
         )
-        new = sketch(record)
+        tokens = tokenize(record.content)
+        new = sketch(record, tokens)
         others = await writes.load_sketches(db, await writes.candidate_ids(db, new), self._sketches)
         counts = await writes.entity_counts(db, new.entities)
         edges, candidates = plan_links(new, others, at=now, entity_counts=counts)
         if deferred is None:
-            await writes.insert_memory(db, record, digest, memory.dedup)
+            await writes.insert_memory(db, record, digest, memory.dedup, tokens=tokens)
             await graph.insert_edges(db, edges)
             await writes.log_change(db, ChangeKind.ADDED, record.id, stamp(now))
         else:
-            await writes.insert_memory(db, record, digest, memory.dedup, deferred.unindexed)
+            await writes.insert_memory(db, record, digest, memory.dedup, deferred.unindexed, tokens)
             deferred.edges.extend(edges)
             deferred.changes.append((ChangeKind.ADDED.value, record.id, stamp(now), ""))
         self._sketches.put(new)

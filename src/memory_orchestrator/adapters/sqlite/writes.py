@@ -161,9 +161,11 @@ async def insert_memory(
     digest: str,
     dedup: bool,
     unindexed: list[Neighbour] | None = None,
+    tokens: list[str] | None = None,
 ) -> None:
     """Insert the memory, its FTS row, its entity rows and entity statistics. With ``unindexed`` (a
-    batch's) the FTS row is not written but appended there, for ``batch.index`` to write at the end."""
+    batch's) the FTS row is not written but appended there, for ``batch.index`` to write at the end.
+    ``tokens``, when the caller has them, are ``tokenize(record.content)``."""
     rowid = await db.execute_insert(
         "INSERT INTO memories (id, content, content_hash, dedup_key, category, importance, tags, entities, "
         "source, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -182,7 +184,8 @@ async def insert_memory(
             stamp(record.updated_at),
         ),
     )
-    tokens = tokenize(record.content)
+    if tokens is None:
+        tokens = tokenize(record.content)
     row = int(rowid[0]) if rowid else 0
     if unindexed is not None:
         unindexed.append(Neighbour(row, record.created_at, record.source, " ".join(tokens)))
