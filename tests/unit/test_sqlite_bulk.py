@@ -57,7 +57,7 @@ def snapshot(path: Path, ids: list[str]) -> tuple[list[tuple[object, ...]], list
 
 
 def indexes(path: Path, ids: list[str]) -> tuple[list[tuple[object, ...]], ...]:
-    """The keyword index (own words and context), the postings and the term counts, by batch position."""
+    """The keyword index (own words and context), the postings, the term and entity counts."""
     position = {memory_id: index for index, memory_id in enumerate(ids)}
     with sqlite3.connect(path) as db:
         rowids = {int(row[0]): position[row[1]] for row in db.execute("SELECT rowid, id FROM memories")}
@@ -69,6 +69,7 @@ def indexes(path: Path, ids: list[str]) -> tuple[list[tuple[object, ...]], ...]:
             (row[0], rowids[row[1]], row[2]) for row in db.execute("SELECT term, row, size FROM memory_terms")
         )
         terms = sorted(db.execute("SELECT term, docs FROM term_stats WHERE docs > 0"))
+        terms += sorted(db.execute("SELECT entity_norm, name, uses FROM entity_stats"))
         return fts, postings, terms
 
 
