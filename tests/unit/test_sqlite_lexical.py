@@ -56,19 +56,19 @@ async def test_the_memory_sharing_more_rare_words_ranks_first_and_a_forgotten_on
 
 @pytest.mark.anyio
 async def test_a_lexically_close_memory_a_year_away_gets_a_semantic_edge(tmp_path: Path) -> None:
+    # other sources, no entity, a year apart: only the lexical lookup can find it
+    text = "stratus hosting invoices arrive on the first of the month"
     async with create_backend({"path": str(tmp_path / "m.db")}) as backend:
-        old = await backend.remember(
-            NewMemory("Stratus Hosting invoices arrive on the first of the month", created_at=T0)
-        )
+        old = await backend.remember(NewMemory(text, source="alice", created_at=T0))
         await backend.remember_many(_filler(40))
+        later = T0 + timedelta(days=365)
         new = await backend.remember(
-            NewMemory(
-                "Stratus Hosting invoices now arrive on the fifth of the month",
-                created_at=T0 + timedelta(days=365),
-            )
+            NewMemory(text.replace("first", "fifth"), source="bob", created_at=later)
         )
+        assert not new.record or not new.record.entities
         found = await backend.neighbors([new.id], edge_types=[EdgeType.SEMANTIC])
         assert [item.record.id for item in found] == [old.id]
+        assert [candidate.id for candidate in new.candidates] == [old.id]
 
 
 @pytest.mark.anyio
