@@ -56,6 +56,23 @@ def snapshot(path: Path, ids: list[str]) -> tuple[list[tuple[object, ...]], list
         return memories, edges
 
 
+def indexes(path: Path, ids: list[str]) -> tuple[list[tuple[object, ...]], ...]:
+    """The keyword index (own words and context), the postings, the term and entity counts."""
+    position = {memory_id: index for index, memory_id in enumerate(ids)}
+    with sqlite3.connect(path) as db:
+        rowids = {int(row[0]): position[row[1]] for row in db.execute("SELECT rowid, id FROM memories")}
+        fts = sorted(
+            (rowids[row[0]], row[1], row[2])
+            for row in db.execute("SELECT rowid, tokens, context FROM memories_fts")
+        )
+        postings = sorted(
+            (row[0], rowids[row[1]], row[2]) for row in db.execute("SELECT term, row, size FROM memory_terms")
+        )
+        terms = sorted(db.execute("SELECT term, docs FROM term_stats WHERE docs > 0"))
+        terms += sorted(db.execute("SELECT entity_norm, name, uses FROM entity_stats"))
+        return fts, postings, terms
+
+
 @pytest.mark.anyio
 async def test_a_batch_stores_what_one_write_at_a_time_stores(tmp_path: Path) -> None:
     one, many = tmp_path / "one.db", tmp_path / "many.db"
@@ -71,6 +88,7 @@ async def test_a_batch_stores_what_one_write_at_a_time_stores(tmp_path: Path) ->
     memories_many, edges_many = snapshot(many, [r.id for r in bulk])
     assert memories_many == memories_one
     assert edges_many == edges_one and len(edges_one) > 5
+    assert indexes(many, [r.id for r in bulk]) == indexes(one, [r.id for r in singles])
     async with SqliteBackend(many) as backend:
         hits = await backend.search("invoice Stratus", limit=3)
         assert hits[0].record.id == bulk[6].id
@@ -165,6 +183,9 @@ async def test_batches_store_what_one_write_at_a_time_stores(tmp_path: Path) -> 
     memories_many, edges_many = snapshot(many, [r.id for r in bulk])
     assert memories_many == memories_one
     assert edges_many == edges_one and len(edges_one) > 10 * len(memories)
+    fts, postings, terms = indexes(many, [r.id for r in bulk])
+    assert (fts, postings, terms) == indexes(one, [r.id for r in singles])
+    assert sum(1 for row in fts if row[2]) >= 10  # memories with a context to compare
 
 
 async def stored_count(path: Path, memories: list[NewMemory]) -> int:
@@ -191,3 +212,45 @@ async def test_closing_during_a_cancelled_batch_leaves_it_whole(tmp_path: Path) 
         assert await reopened.count() in (10, await stored_count(tmp_path / "all.db", memories))
         more = await reopened.remember_many([NewMemory("one more memory after the close")])
         assert more[0].action is WriteAction.ADDED
+
+
+def conversation() -> list[NewMemory]:
+    """Two speakers taking turns minutes apart (each turn is the other's context), a third source's
+    notes between them, and late turns dated inside earlier batches, between two stored turns."""
+    words = ["kayak", "harbour", "violin", "pottery", "marathon", "orchard", "lantern", "glacier"]
+    turns = [
+        NewMemory(
+            f"{words[i % 8]} and {words[(i * 3) % 8]} talk turn {i}",
+            source=("ann", "ben", "log")[i % 3 if i % 5 else 2],
+            created_at=T0 + timedelta(minutes=20 * i),
+        )
+        for i in range(90)
+    ]
+    late = [
+        NewMemory(
+            f"late {words[i % 8]} reply {i}", source="ben", created_at=T0 + timedelta(minutes=20 * i + 7)
+        )
+        for i in (4, 5, 33, 61)
+    ]
+    return turns[:40] + late[:2] + turns[40:70] + late[2:] + turns[70:]
+
+
+@pytest.mark.anyio
+async def test_batches_index_the_context_one_write_at_a_time_leaves(tmp_path: Path) -> None:
+    memories = conversation()
+    cuts = [0, 25, 41, 80, len(memories)]
+    one, many = tmp_path / "one.db", tmp_path / "many.db"
+    async with SqliteBackend(one, clock=FixedClock(T0)) as backend:
+        singles = []
+        for start, end in pairwise(cuts):
+            singles += [await backend.remember(memory) for memory in memories[start:end]]
+            await backend.forget(singles[start + 3].id)  # its neighbours take the ones beyond it
+    async with SqliteBackend(many, clock=FixedClock(T0)) as backend:
+        bulk = []
+        for start, end in pairwise(cuts):
+            bulk += await backend.remember_many(memories[start:end])
+            await backend.forget(bulk[start + 3].id)
+    fts, postings, terms = indexes(many, [r.id for r in bulk])
+    assert (fts, postings, terms) == indexes(one, [r.id for r in singles])
+    assert sum(1 for row in fts if row[2]) > len(fts) // 2
+    assert snapshot(many, [r.id for r in bulk]) == snapshot(one, [r.id for r in singles])

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
+from typing import NamedTuple
 
 from memory_orchestrator.ports.records import (
     MAX_ENTITIES,
@@ -64,14 +65,15 @@ class MemorySketch:
     entities: frozenset[str] = field(default_factory=frozenset)
 
 
-def sketch(record: MemoryRecord) -> MemorySketch:
-    """The sketch of a stored memory (entity names casefolded)."""
+def sketch(record: MemoryRecord, tokens: Iterable[str] | None = None) -> MemorySketch:
+    """The sketch of a stored memory (entity names casefolded); ``tokens``, when the caller has
+    them, are ``ports.text.tokenize(record.content)``."""
     return MemorySketch(
         id=record.id,
         content=record.content,
         source=record.source,
         created_at=record.created_at,
-        tokens=frozenset(tokenize(record.content)),
+        tokens=frozenset(tokenize(record.content) if tokens is None else tokens),
         entities=frozenset(name.casefold() for name in record.entities),
     )
 
@@ -125,9 +127,9 @@ def plan_links(
     return _edges(new, pool, at, entity_counts or {}, limits), _link_candidates(pool, limits)
 
 
-@dataclass(frozen=True, slots=True)
-class _Other:
-    """One candidate seen from the new memory: its sort key by nearness and its token scores."""
+class _Other(NamedTuple):
+    """One candidate seen from the new memory: its sort key by nearness and its token scores (a
+    tuple: a write builds one per candidate, tens of them, and a frozen dataclass costs more)."""
 
     item: MemorySketch
     hours: float
@@ -140,12 +142,19 @@ class _Other:
 
 
 def _pool(new: MemorySketch, candidates: Iterable[MemorySketch]) -> list[_Other]:
+    # One loop over every candidate of every write: the time distance and both token scores (the
+    # numbers ports.text.jaccard and overlap give) from one set intersection, inline.
     pool = []
+    tokens, size, at = new.tokens, len(new.tokens), new.created_at
     for item in _unique_others(new, candidates):
-        hours = _hours_apart(item.created_at, new.created_at)
-        score_j, score_o = _scores(new, item)
-        order = (item.created_at, item.id)
-        pool.append(_Other(item, hours, (hours, item.created_at, item.id), order, score_j, score_o))
+        hours = abs((item.created_at - at).total_seconds()) / 3600.0
+        other = item.tokens
+        shared = len(tokens & other)
+        union = size + len(other) - shared
+        score_j = shared / union if union else 0.0
+        score_o = shared / max(size, len(other)) if size and other else 0.0
+        created = item.created_at
+        pool.append(_Other(item, hours, (hours, created, item.id), (created, item.id), score_j, score_o))
     return pool
 
 
@@ -163,10 +172,6 @@ def _edges(
 def _unique_others(new: MemorySketch, candidates: Iterable[MemorySketch]) -> list[MemorySketch]:
     by_id = {candidate.id: candidate for candidate in candidates if candidate.id != new.id}
     return sorted(by_id.values(), key=lambda item: item.id)
-
-
-def _hours_apart(a: datetime, b: datetime) -> float:
-    return abs((a - b).total_seconds()) / 3600.0
 
 
 def _temporal_edges(new: MemorySketch, pool: list[_Other], at: datetime, limits: LinkLimits) -> list[Edge]:
@@ -257,16 +262,6 @@ def _causal_edges(new: MemorySketch, pool: list[_Other], at: datetime, limits: L
         metadata = {"sub_type": subtype, "overlap": f"{similarity:.3f}"}
         edges.append(Edge(cause.id, effect.id, EdgeType.CAUSAL, weight, metadata, at))
     return edges
-
-
-def _scores(new: MemorySketch, item: MemorySketch) -> tuple[float, float]:
-    """``(jaccard, overlap)`` of the two token sets from one intersection (the same numbers as
-    :func:`jaccard` and :func:`overlap`, which each intersect again)."""
-    a, b = new.tokens, item.tokens
-    shared = len(a & b)
-    union = len(a) + len(b) - shared
-    largest = max(len(a), len(b))
-    return (shared / union if union else 0.0, shared / largest if a and b else 0.0)
 
 
 def _semantic_edges(new: MemorySketch, pool: list[_Other], at: datetime, limits: LinkLimits) -> list[Edge]:

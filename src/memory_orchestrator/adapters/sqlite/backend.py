@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 import sqlite3
 import threading
-import uuid
+import time
 from collections import Counter
 from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -17,6 +18,7 @@ import aiosqlite
 
 from memory_orchestrator.adapters.sqlite import graph, retrieval, writes
 from memory_orchestrator.adapters.sqlite import vectors as vector_rows
+from memory_orchestrator.adapters.sqlite.batch import Batch, finish
 from memory_orchestrator.adapters.sqlite.health import health_report
 from memory_orchestrator.adapters.sqlite.records import active_records, select_records
 from memory_orchestrator.adapters.sqlite.rows import MEMORY_COLUMNS, stamp
@@ -72,6 +74,10 @@ FIRST_BACKOFF_S = 0.05
 #: lookups and keyword search touch more index pages than that: at 100k memories a write's candidate
 #: query cost ~40% less CPU with 32-64 MiB. Allocated only as pages are read (it raises peak RSS).
 CACHE_KIB = 32768
+#: WAL pages the bulk connection lets accumulate before it checkpoints (SQLite's default is 1000, about
+#: 4 MB): a batch of a few hundred memories dirties about that many pages, so each batch paid a
+#: checkpoint; with a larger WAL a page rewritten by several batches is copied back once.
+BULK_WAL_PAGES = 16384
 
 
 class SqliteBackend(AsyncLifecycle):
@@ -264,6 +270,7 @@ class SqliteBackend(AsyncLifecycle):
                 connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms):d}")
                 connection.execute("PRAGMA synchronous = NORMAL")
                 connection.execute(f"PRAGMA cache_size = {-CACHE_KIB:d}")
+                connection.execute(f"PRAGMA wal_autocheckpoint = {BULK_WAL_PAGES:d}")
                 self._bulk = connection
             try:
                 return asyncio.run(self._store_batch(SyncConnection(self._bulk), memories))
@@ -285,18 +292,16 @@ class SqliteBackend(AsyncLifecycle):
         try:
             await self._begin(conn)
             results = []
-            # No write reads edges, and every automatic edge touches its brand-new memory: the batch's
-            # edges go in at the end, in key order (one statement, sequential B-tree inserts).
-            edges: list[Edge] = []
+            # What no write of the batch reads waits for its end (adapters/sqlite/batch.py).
+            deferred = Batch()
             for memory in memories:
                 digest = content_hash(memory.content)
                 existing = await writes.find_active_duplicate(conn, digest) if memory.dedup else None
                 if existing is not None:
                     results.append(await self._skipped(conn, existing))
                 else:
-                    results.append(await self._insert(conn, memory, digest, edges))
-            edges.sort(key=lambda edge: (edge.source, edge.target, edge.type.value))
-            await graph.insert_edges(conn, edges)
+                    results.append(await self._insert(conn, memory, digest, deferred))
+            await finish(conn, deferred)
             await conn.execute("COMMIT")
         except BaseException:
             await rollback(conn)
@@ -308,14 +313,14 @@ class SqliteBackend(AsyncLifecycle):
         return WriteResult(existing, WriteAction.SKIPPED, duplicate_of=existing, record=found.get(existing))
 
     async def _insert(
-        self, db: aiosqlite.Connection, memory: NewMemory, digest: str, deferred: list[Edge] | None = None
+        self, db: aiosqlite.Connection, memory: NewMemory, digest: str, deferred: Batch | None = None
     ) -> WriteResult:
-        """Store one new memory and its automatic edges (appended to ``deferred`` when given, for the
-        caller to insert before it commits)."""
+        """Store one new memory and its automatic edges; with ``deferred`` (a batch's), its edges, FTS
+        row and change-log entry are left there for ``batch.finish`` before the batch commits."""
         now = self._now()
         known = await writes.known_names(db, name_candidates(memory.content))
         record = MemoryRecord(
-            id=f"mem-{uuid.uuid4().hex[:20]}",
+            id=new_id(),
             content=memory.content,
             created_at=ensure_utc(memory.created_at) if memory.created_at else now,
             updated_at=now,
@@ -326,16 +331,19 @@ class SqliteBackend(AsyncLifecycle):
             source=memory.source,
             metadata=dict(memory.metadata),
         )
-        new = sketch(record)
+        tokens = tokenize(record.content)
+        new = sketch(record, tokens)
         others = await writes.load_sketches(db, await writes.candidate_ids(db, new), self._sketches)
         counts = await writes.entity_counts(db, new.entities)
         edges, candidates = plan_links(new, others, at=now, entity_counts=counts)
-        await writes.insert_memory(db, record, digest, memory.dedup)
         if deferred is None:
+            await writes.insert_memory(db, record, digest, memory.dedup, tokens=tokens)
             await graph.insert_edges(db, edges)
+            await writes.log_change(db, ChangeKind.ADDED, record.id, stamp(now))
         else:
-            deferred.extend(edges)
-        await writes.log_change(db, ChangeKind.ADDED, record.id, stamp(now))
+            await writes.insert_memory(db, record, digest, memory.dedup, deferred.unindexed, tokens)
+            deferred.edges.extend(edges)
+            deferred.changes.append((ChangeKind.ADDED.value, record.id, stamp(now), ""))
         self._sketches.put(new)
         created = Counter(edge.type.value for edge in edges)
         return WriteResult(
@@ -516,6 +524,15 @@ class SqliteBackend(AsyncLifecycle):
         )
         with self._translated("all_records"):
             return await select_records(self.db, sql, ())
+
+
+def new_id() -> str:
+    """A fresh memory id, ``mem-`` and 20 hex digits: the time in microseconds, then 28 random bits.
+
+    Ids in the order they are made keep each write's index entries (the id, its edges, its entity
+    rows) at the end of their B-trees rather than scattered over them: a batch dirties a few pages
+    instead of one per entry, which counts most in large stores."""
+    return f"mem-{time.time_ns() // 1000:013x}{secrets.randbits(28):07x}"
 
 
 def _cannot_write(exc: BaseException) -> bool:

@@ -60,16 +60,24 @@ class Neighbour:
 
 async def neighbours(db: aiosqlite.Connection, created_at: datetime, rowid: int) -> list[Neighbour]:
     """The active memories just before and just after (``created_at``, ``rowid``) in time."""
+    return [row for row in await around(db, created_at, rowid) if row is not None]
+
+
+async def around(
+    db: aiosqlite.Connection, created_at: datetime, rowid: int
+) -> tuple[Neighbour | None, Neighbour | None]:
+    """The indexed active memory just before and the one just after (``created_at``, ``rowid``)."""
     at = stamp(created_at)
-    found = []
+    found: list[Neighbour | None] = []
     for same, other in ((_SAME_BEFORE, _EARLIER), (_SAME_AFTER, _LATER)):
         rows = list(await db.execute_fetchall(same, (at, rowid)))
         if not rows:
             rows = list(await db.execute_fetchall(other, (at,)))
-        if rows:
-            row = rows[0]
-            found.append(Neighbour(int(row[0]), parse_timestamp(str(row[1])), str(row[2]), str(row[3])))
-    return found
+        row = rows[0] if rows else None
+        found.append(
+            Neighbour(int(row[0]), parse_timestamp(str(row[1])), str(row[2]), str(row[3])) if row else None
+        )
+    return found[0], found[1]
 
 
 def context_from(around: list[Neighbour], created_at: datetime, source: str) -> str:

@@ -143,12 +143,31 @@ FROM (
 DROP TABLE memories_fts_v3;
 """
 
+# Version 5: the postings of each token (adapters/sqlite/lexical.py): a write finds its lexically
+# closest memories here rather than through FTS5's bm25(), which scored every match. Existing active
+# memories get theirs from their FTS tokens (letter/digit runs: safe to splice into a JSON array).
+SCHEMA_V5 = """
+CREATE TABLE IF NOT EXISTS memory_terms (
+    term TEXT NOT NULL,
+    row INTEGER NOT NULL,
+    size INTEGER NOT NULL,
+    PRIMARY KEY (term, row)
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO memory_terms (term, row, size)
+SELECT DISTINCT t.value, f.rowid,
+    (SELECT count(DISTINCT u.value) FROM json_each('["' || replace(f.tokens, ' ', '","') || '"]') u)
+FROM memories_fts f JOIN memories m ON m.rowid = f.rowid,
+    json_each('["' || replace(f.tokens, ' ', '","') || '"]') t
+WHERE m.deleted_at IS NULL AND f.tokens != '';
+"""
+
 #: (version, script) in order; a database at version N runs every script above N.
 MIGRATIONS: tuple[tuple[int, str], ...] = (
     (1, SCHEMA_V1),
     (2, SCHEMA_V2),
     (3, SCHEMA_V3),
     (4, SCHEMA_V4),
+    (5, SCHEMA_V5),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -31,20 +31,36 @@ async def selective_terms(
     must stay cheap however large the store grows. ``unseen`` also keeps terms no memory spells that
     way: the index stems, so ``invoices`` still finds ``invoice`` (an absent term costs one lookup).
     """
+    frequencies, size = await term_frequencies(db, tokens, unseen=unseen)
+    return choose_terms(frequencies, size, most=most, postings=postings)
+
+
+async def term_frequencies(
+    db: aiosqlite.Connection, tokens: Sequence[str], *, unseen: bool = False
+) -> tuple[dict[str, int], int]:
+    """Active memories per distinct token of ``tokens`` (those none carries left out, unless
+    ``unseen``) and the store size (max rowid), in one round trip."""
     unique = list(dict.fromkeys(tokens))
     if not unique:
-        return []
+        return {}, 0
     sql = (
         "SELECT term, docs, (SELECT max(rowid) FROM memories) FROM term_stats "
         "WHERE docs > 0 AND term IN (SELECT value FROM json_each(?))"
     )
     rows = list(await db.execute_fetchall(sql, (json.dumps(sorted(unique)),)))
-    if not rows and not unseen:
-        return []  # no term is indexed: nothing can match
     size = int(rows[0][2] or 0) if rows else 0
     frequencies = {str(row[0]): int(row[1]) for row in rows}
     if unseen:
         frequencies = {term: frequencies.get(term, 0) for term in unique}
+    return frequencies, size
+
+
+def choose_terms(
+    frequencies: dict[str, int], size: int, *, most: int | None = None, postings: int | None = None
+) -> list[str]:
+    """:func:`selective_terms` over known ``frequencies`` (term -> memories) in a store of ``size``."""
+    if not frequencies:
+        return []  # no term is indexed: nothing can match
     present = sorted(frequencies, key=lambda term: (frequencies[term], term))
     if size < SMALL_STORE and most is None:
         return present

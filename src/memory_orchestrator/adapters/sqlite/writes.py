@@ -8,19 +8,13 @@ from typing import Any
 
 import aiosqlite
 
-from memory_orchestrator.adapters.sqlite.context import OWN_WORDS, context_from, neighbours, refresh
-from memory_orchestrator.adapters.sqlite.rows import as_json, fts_query, stamp
-from memory_orchestrator.adapters.sqlite.terms import count_terms, selective_terms
+from memory_orchestrator.adapters.sqlite.context import Neighbour, context_from, neighbours, refresh
+from memory_orchestrator.adapters.sqlite.lexical import add_terms, lexical_rows, remove_terms, term_rows
+from memory_orchestrator.adapters.sqlite.rows import as_json, stamp
+from memory_orchestrator.adapters.sqlite.terms import count_terms
 from memory_orchestrator.ports import ChangeKind, MemoryRecord, parse_timestamp
 from memory_orchestrator.ports.autolinks import DEFAULT_LIMITS, LinkLimits, MemorySketch
 from memory_orchestrator.ports.text import tokenize
-
-#: Lexically similar memories fetched from FTS as candidates for semantic edges.
-LEXICAL_CANDIDATES = 20
-#: Query terms used to find them (the rarest ones: they are the telling ones and the cheap ones).
-LEXICAL_TERMS = 4
-#: ... and at most this many postings among them (BM25 scores every match before taking the best).
-LEXICAL_POSTINGS = 600
 
 
 async def find_active_duplicate(db: aiosqlite.Connection, digest: str) -> str | None:
@@ -52,8 +46,8 @@ async def candidate_ids(
 ) -> set[str]:
     """Every memory the link rules could pick for ``new``, each found through an index.
 
-    One compound query (a single round trip): same source around ``created_at``, anything within the
-    proximity window, the nearest carriers of each entity, and the lexically closest memories.
+    One compound query: same source around ``created_at``, anything within the proximity window, the
+    nearest carriers of each entity, and the lexically closest memories (``lexical.lexical_rows``).
     """
     at = stamp(new.created_at)
     window = timedelta(hours=limits.proximity_hours)
@@ -71,16 +65,11 @@ async def candidate_ids(
     for name in sorted(new.entities):
         parts.append((_nearest_carriers("<=", "created_at DESC"), (name, at, per_name)))
         parts.append((_nearest_carriers(">=", "created_at"), (name, at, per_name)))
-    terms = await selective_terms(db, sorted(new.tokens), most=LEXICAL_TERMS, postings=LEXICAL_POSTINGS)
-    query = fts_query(terms)
-    if query is not None:
-        lexical = (
-            "SELECT id FROM (SELECT m.id AS id FROM memories_fts "
-            "JOIN memories m ON m.rowid = memories_fts.rowid "
-            "WHERE memories_fts MATCH ? AND m.deleted_at IS NULL ORDER BY bm25(memories_fts) LIMIT ?)"
+    rows = await lexical_rows(db, new.tokens)
+    if rows:
+        parts.append(
+            ("SELECT id FROM memories WHERE rowid IN (SELECT value FROM json_each(?))", (json.dumps(rows),))
         )
-        # the memory's own words only: a neighbour's words in its context column are no likeness
-        parts.append((lexical, (f"{OWN_WORDS} : ({query})", LEXICAL_CANDIDATES)))
     sql = " UNION ".join(part for part, _ in parts)
     params = [value for _, values in parts for value in values]
     found = {str(row[0]) for row in await db.execute_fetchall(sql, params)}
@@ -113,8 +102,7 @@ class SketchCache:
 async def load_sketches(
     db: aiosqlite.Connection, ids: set[str], cache: SketchCache | None = None
 ) -> list[MemorySketch]:
-    """Sketches of the candidate memories (from ``cache`` when it has them); tokens come from the FTS
-    row (already tokenized once)."""
+    """Sketches of the candidate memories (from ``cache`` when it has them)."""
     found: list[MemorySketch] = []
     missing: list[str] = []
     for memory_id in sorted(ids):
@@ -125,9 +113,9 @@ async def load_sketches(
             found.append(cached)
     if not missing:
         return found
+    # not from the FTS row: a batch writes those at its end
     sql = (
-        "SELECT m.id, m.content, m.source, m.created_at, m.entities, f.tokens FROM memories m "
-        "JOIN memories_fts f ON f.rowid = m.rowid "
+        "SELECT m.id, m.content, m.source, m.created_at, m.entities FROM memories m "
         "WHERE m.id IN (SELECT value FROM json_each(?)) AND m.deleted_at IS NULL"
     )
     for row in await db.execute_fetchall(sql, (json.dumps(missing),)):
@@ -144,7 +132,7 @@ def _sketch(row: tuple[Any, ...]) -> MemorySketch:
         content=row[1],
         source=row[2],
         created_at=parse_timestamp(row[3]),
-        tokens=frozenset(row[5].split()),
+        tokens=frozenset(tokenize(row[1])),
         entities=frozenset(name.casefold() for name in json.loads(row[4])),
     )
 
@@ -167,8 +155,17 @@ async def entity_counts(db: aiosqlite.Connection, names: frozenset[str]) -> dict
     return {str(row[0]): int(row[1]) for row in rows}
 
 
-async def insert_memory(db: aiosqlite.Connection, record: MemoryRecord, digest: str, dedup: bool) -> None:
-    """Insert the memory, its FTS row, its entity rows and entity statistics."""
+async def insert_memory(
+    db: aiosqlite.Connection,
+    record: MemoryRecord,
+    digest: str,
+    dedup: bool,
+    unindexed: list[Neighbour] | None = None,
+    tokens: list[str] | None = None,
+) -> None:
+    """Insert the memory, its FTS row, its entity rows and entity statistics. With ``unindexed`` (a
+    batch's) the FTS row is not written but appended there, for ``batch.index`` to write at the end.
+    ``tokens``, when the caller has them, are ``tokenize(record.content)``."""
     rowid = await db.execute_insert(
         "INSERT INTO memories (id, content, content_hash, dedup_key, category, importance, tags, entities, "
         "source, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -187,15 +184,21 @@ async def insert_memory(db: aiosqlite.Connection, record: MemoryRecord, digest: 
             stamp(record.updated_at),
         ),
     )
-    tokens = tokenize(record.content)
-    row = int(rowid[0]) if rowid else None
-    around = await neighbours(db, record.created_at, row) if row is not None else []
-    context = context_from(around, record.created_at, record.source)
-    await db.execute(
-        "INSERT INTO memories_fts (rowid, tokens, context) VALUES (?, ?, ?)", (row, " ".join(tokens), context)
-    )
-    await refresh(db, around)
+    if tokens is None:
+        tokens = tokenize(record.content)
+    row = int(rowid[0]) if rowid else 0
+    if unindexed is not None:
+        unindexed.append(Neighbour(row, record.created_at, record.source, " ".join(tokens)))
+    else:
+        around = await neighbours(db, record.created_at, row)
+        context = context_from(around, record.created_at, record.source)
+        await db.execute(
+            "INSERT INTO memories_fts (rowid, tokens, context) VALUES (?, ?, ?)",
+            (row, " ".join(tokens), context),
+        )
+        await refresh(db, around)
     await count_terms(db, tokens, +1)
+    await add_terms(db, term_rows(row, tokens))
     spellings = {name.casefold(): name for name in reversed(record.entities)}
     created = stamp(record.created_at)
     await db.executemany(
@@ -218,6 +221,7 @@ async def remove_from_indexes(db: aiosqlite.Connection, memory_id: str) -> None:
     )
     for row in rows:
         await count_terms(db, str(row[0]).split(), -1)
+        await remove_terms(db, int(row[1]), str(row[0]).split())
     await db.execute(
         "DELETE FROM memories_fts WHERE rowid = (SELECT rowid FROM memories WHERE id = ?)", (memory_id,)
     )

@@ -1,0 +1,95 @@
+"""What a bulk write defers to the end of its batch, and how it then does it in one pass.
+
+No write of a batch reads what is deferred here: automatic edges (no write reads edges), the change
+log, and the keyword index with its context column (the lexical candidates read ``memory_terms``,
+never FTS: ``lexical.py``). One write at a time inserts a memory's FTS row with the context of its
+neighbours and re-derives theirs (an FTS update is a delete and an insert); a batch instead sorts its
+memories in time, merges them with the indexed memories around each, and writes every FTS row once
+with its final context, refreshing only the older memories it sits next to. The stored rows are the
+ones a write at a time leaves (``tests/unit/test_sqlite_bulk.py`` compares them).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import aiosqlite
+
+from memory_orchestrator.adapters.sqlite import graph
+from memory_orchestrator.adapters.sqlite.context import Neighbour, around, context_from
+from memory_orchestrator.ports import Edge
+
+Key = tuple[datetime, int]
+
+
+@dataclass(slots=True)
+class Batch:
+    """The deferred work of one bulk write (filled by each insert, done by :func:`finish`)."""
+
+    edges: list[Edge] = field(default_factory=list)
+    #: Memories written but not yet in FTS, as their neighbours will see them.
+    unindexed: list[Neighbour] = field(default_factory=list)
+    #: Change-log rows in write order (the log's sequence numbers follow it).
+    changes: list[tuple[str, str, str, str]] = field(default_factory=list)
+
+
+async def finish(db: aiosqlite.Connection, batch: Batch) -> None:
+    """Do the deferred work: edges in key order (sequential B-tree inserts), the FTS rows, the log."""
+    # EdgeType is a StrEnum: it sorts as its value, without the enum's slow ``.value`` lookup
+    batch.edges.sort(key=lambda edge: (edge.source, edge.target, edge.type))
+    await graph.insert_edges(db, batch.edges)
+    await index(db, batch.unindexed)
+    await db.executemany("INSERT INTO oplog (kind, memory_id, at, detail) VALUES (?, ?, ?, ?)", batch.changes)
+
+
+def _key(row: Neighbour) -> Key:
+    return (row.created_at, row.rowid)
+
+
+async def index(db: aiosqlite.Connection, written: list[Neighbour]) -> None:
+    """Insert the FTS rows of ``written`` (memories not yet indexed) with their final context, and
+    refresh the context of the indexed memories now next to one of them."""
+    ordered = sorted(written, key=_key)
+    keys = [_key(row) for row in ordered]
+    touched: dict[int, Neighbour] = {}
+    rows = []
+    before = after = None
+    for position, row in enumerate(ordered):
+        if position == 0 or (after is not None and _key(after) < keys[position]):
+            # the FTS join sees only indexed memories: these are the nearest ones outside the batch
+            before, after = await around(db, row.created_at, row.rowid)
+        # else no indexed memory lies between this one and the previous: they share both
+        for other in (before, after):
+            if other is not None:
+                touched[other.rowid] = other
+        previous = ordered[position - 1] if position > 0 else None
+        following = ordered[position + 1] if position + 1 < len(ordered) else None
+        pair = [_later(before, previous), _earlier(after, following)]
+        rows.append((row.rowid, row.tokens, _context(row, pair)))
+    updates = []
+    for other in touched.values():
+        before, after = await around(db, other.created_at, other.rowid)
+        position = bisect_left(keys, _key(other))
+        previous = ordered[position - 1] if position > 0 else None
+        following = ordered[position] if position < len(ordered) else None
+        updates.append((_context(other, [_later(before, previous), _earlier(after, following)]), other.rowid))
+    await db.executemany("INSERT INTO memories_fts (rowid, tokens, context) VALUES (?, ?, ?)", rows)
+    await db.executemany("UPDATE memories_fts SET context = ? WHERE rowid = ?", updates)
+
+
+def _later(a: Neighbour | None, b: Neighbour | None) -> Neighbour | None:
+    if a is None or b is None:
+        return a or b
+    return a if _key(a) > _key(b) else b
+
+
+def _earlier(a: Neighbour | None, b: Neighbour | None) -> Neighbour | None:
+    if a is None or b is None:
+        return a or b
+    return a if _key(a) < _key(b) else b
+
+
+def _context(row: Neighbour, pair: list[Neighbour | None]) -> str:
+    return context_from([other for other in pair if other is not None], row.created_at, row.source)
