@@ -15,7 +15,7 @@ from typing import cast
 
 import aiosqlite
 
-from memory_orchestrator.adapters.sqlite import graph, retrieval, writes
+from memory_orchestrator.adapters.sqlite import context, graph, retrieval, writes
 from memory_orchestrator.adapters.sqlite import vectors as vector_rows
 from memory_orchestrator.adapters.sqlite.health import health_report
 from memory_orchestrator.adapters.sqlite.records import active_records, select_records
@@ -501,6 +501,11 @@ class SqliteBackend(AsyncLifecycle):
         validate_limit(limit)
         with self._translated("without_vectors"):
             return await vector_rows.missing(self.db, space, limit)
+
+    async def context_records(self, ids: Sequence[str]) -> dict[str, list[MemoryRecord]]:
+        """Each memory's context neighbours (``ports.ContextSource``; see ``sqlite/context.py``)."""
+        with self._translated("context_records"):
+            return await context.context_records(self.db, ids)
 
     async def count(self, *, include_forgotten: bool = False) -> int:
         """Number of stored memories (active only unless asked)."""
