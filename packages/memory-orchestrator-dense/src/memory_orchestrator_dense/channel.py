@@ -50,7 +50,7 @@ PAGE = 5000
 #: model's odds of that memory against the best one. Raw cosines are compressed near the top (0.62
 #: vs 0.55), which the pipeline's fusion would read as "almost as strong as the best". The
 #: similarity is a sum of two cosines, so this is sharper than the model's own odds; 0.1 (the same
-#: odds per cosine) measured lower on the tuning conversations (expanded R@10 78.6 vs 80.1), 0.03 79.4.
+#: odds per cosine) measured lower on the tuning conversations (expanded R@10 78.6 vs 79.6-80.1), 0.03 79.4.
 TEMPERATURE = 0.05
 
 
