@@ -118,3 +118,23 @@ async def test_a_version_3_index_is_migrated_with_context_from_the_order_in_time
         db.execute("PRAGMA user_version = 3")
     async with create_backend({"path": str(path)}) as backend:
         assert _ids(await backend.search("counseling")) == [question.id, answer.id]
+
+
+@pytest.mark.anyio
+async def test_context_records_name_the_other_speakers_turns_around_a_memory(tmp_path: Path) -> None:
+    async with create_backend({"path": str(tmp_path / "m.db")}) as backend:
+        at = [T0 + timedelta(seconds=second) for second in range(3)]
+        question = await backend.remember(NewMemory(QUESTION, source="Melanie", created_at=at[0]))
+        answer = await backend.remember(NewMemory(ANSWER, source="Caroline", created_at=at[1]))
+        note = await backend.remember(
+            NewMemory("Caroline: and a workshop", source="Caroline", created_at=at[2])
+        )
+        late = await backend.remember(
+            NewMemory("Melanie: see you", source="Melanie", created_at=at[2] + CONTEXT_WINDOW * 2)
+        )
+        found = await backend.context_records([question.id, answer.id, note.id, late.id, "no-such-id"])
+        named = {key: [record.id for record in records] for key, records in found.items()}
+        # the same rule as the keyword index's context column: another source, within the window
+        assert named == {question.id: [answer.id], answer.id: [question.id], note.id: [], late.id: []}
+        await backend.forget(question.id)
+        assert await backend.context_records([question.id, answer.id]) == {answer.id: []}

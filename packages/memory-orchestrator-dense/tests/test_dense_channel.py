@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import numpy as np
@@ -130,3 +130,56 @@ def test_the_entry_point_registers_the_channel_and_options_are_checked() -> None
     for bad in ({"index_batch": 0}, {"threads": "four"}, {"model": "x"}):
         with pytest.raises(InvalidRequest):
             create_channel(bad)
+
+
+QUESTION = "Melanie: What kind of counseling services do you want to pursue?"
+ANSWER = "Caroline: I'm thinking of working with trans people and supporting them."
+THANKS = "Melanie: That sounds meaningful, good luck with it."
+
+
+async def stored_vector(backend: SqliteBackend, memory_id: str) -> np.ndarray:
+    page = await backend.vectors_after(SPACE, 0, limit=100)
+    latest = dict(page.rows)  # oldest first: a re-embedded memory's newest vector wins
+    return np.frombuffer(latest[memory_id], dtype=np.float32)
+
+
+@pytest.mark.anyio
+async def test_a_vector_is_its_own_text_plus_its_context_document(
+    tmp_path: Path, embedder: MiniLmEmbedder
+) -> None:
+    async with SqliteBackend(tmp_path / "m.db", clock=FixedClock(T0)) as backend:
+        question = await backend.remember(NewMemory(QUESTION, source="Melanie", created_at=T0))
+        answer = await backend.remember(
+            NewMemory(ANSWER, source="Caroline", created_at=T0 + timedelta(seconds=1))
+        )
+        alone = await backend.remember(NewMemory("Kafka consumer lag", source="agent", created_at=LATER))
+        await DenseChannel(embedder).index(backend)
+        own, document = embedder.embed([ANSWER, f"{QUESTION}\n{ANSWER}"])
+        assert np.allclose(await stored_vector(backend, answer.id), own + document, atol=1e-5)
+        own, document = embedder.embed([QUESTION, f"{QUESTION}\n{ANSWER}"])
+        assert np.allclose(await stored_vector(backend, question.id), own + document, atol=1e-5)
+        # no context: the document is the text itself
+        own = embedder.embed(["Kafka consumer lag"])[0]
+        assert np.allclose(await stored_vector(backend, alone.id), 2 * own, atol=1e-5)
+
+
+@pytest.mark.anyio
+async def test_a_new_turn_embeds_the_turn_before_it_again_with_the_new_context(
+    tmp_path: Path, embedder: MiniLmEmbedder
+) -> None:
+    async with SqliteBackend(tmp_path / "m.db", clock=FixedClock(T0)) as backend:
+        channel = DenseChannel(embedder)
+        question = await backend.remember(NewMemory(QUESTION, source="Melanie", created_at=T0))
+        answer = await backend.remember(
+            NewMemory(ANSWER, source="Caroline", created_at=T0 + timedelta(seconds=1))
+        )
+        await channel.index(backend)
+        thanks = await backend.remember(
+            NewMemory(THANKS, source="Melanie", created_at=T0 + timedelta(seconds=2))
+        )
+        # a search catches up: the new turn, and the answer whose context it joined
+        hits = await channel.search(backend, "career counseling", limit=3, filters=Filters(), now=LATER)
+        assert {hit.record.id for hit in hits} == {question.id, answer.id, thanks.id}
+        own, document = embedder.embed([ANSWER, f"{QUESTION}\n{ANSWER}\n{THANKS}"])
+        assert np.allclose(await stored_vector(backend, answer.id), own + document, atol=1e-5)
+        assert (await channel.index(backend)).embedded == 0

@@ -15,6 +15,7 @@ from memory_orchestrator.ports.backend import (
 )
 from memory_orchestrator.ports.channels import (
     ChannelFactory,
+    ContextSource,
     RetrievalChannel,
     VectorPage,
     VectorStore,
@@ -90,6 +91,7 @@ __all__ = [
     "ChangeKind",
     "ChannelFactory",
     "Clock",
+    "ContextSource",
     "Edge",
     "EdgeType",
     "Filters",

@@ -51,6 +51,19 @@ class VectorStore(Protocol):
         ...
 
 
+@runtime_checkable
+class ContextSource(Protocol):
+    """A backend that can name each memory's context: what its keyword index matches it on beside
+    its own words (``ports.text.CONTEXT_WINDOW``). A dense channel embeds the same context, so both
+    channels see a conversation turn with the turns around it."""
+
+    async def context_records(self, ids: Sequence[str]) -> dict[str, list[MemoryRecord]]:
+        """For each active memory among ``ids``: the memories just before and just after it in time
+        that were written by another source at most ``CONTEXT_WINDOW`` away, oldest first (an empty
+        list when none count; unknown or forgotten ids are left out)."""
+        ...
+
+
 class RetrievalChannel(Protocol):
     """A ranked list the pipeline fuses with the backend's channels (registered by a plugin)."""
 

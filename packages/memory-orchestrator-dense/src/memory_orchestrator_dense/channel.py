@@ -1,4 +1,4 @@
-"""The dense retrieval channel: cosine similarity of MiniLM vectors, kept in the backend.
+"""The dense retrieval channel: similarity of MiniLM vectors, kept in the backend.
 
 On each search the channel first catches up: memories stored since its last look get vectors
 (embedded here, stored through the backend's ``VectorStore`` methods, so every process and every
@@ -6,6 +6,17 @@ restart shares them), then vectors stored by anyone since its cursor join an in-
 search itself is one matrix-vector product (brute force is fine up to about 100k memories). The
 catch-up per search is bounded (``index_batch``); :meth:`DenseChannel.index` indexes everything at
 once (after a bulk import, say) and reports the throughput.
+
+A memory's vector is the sum of two unit vectors: its own text and its context document (the
+memories around it that the backend names as its context, ``ports.ContextSource``: in a
+conversation the other speaker's turns just before and after, joined with it in time order). A
+query's score is then cosine(own text) + cosine(context document). A turn that answers a question
+without repeating it ("I'm thinking of working with trans people") is found through the question it
+answers, as the keyword index finds it through its context column; its own text keeps it from
+drifting to whatever its neighbours are about. On LoCoMo's tuning conversations the channel alone
+went from recall@10 51.1 (own text) to 60.4 (a context document alone: 46.0). Memories without
+context get twice their own vector, the same direction. A new memory changes its neighbours'
+context, so they are embedded again with it.
 """
 
 from __future__ import annotations
@@ -21,10 +32,12 @@ from typing import Any, Protocol
 import numpy as np
 
 from memory_orchestrator.ports import (
+    ContextSource,
     Filters,
     Hit,
     InvalidRequest,
     MemoryBackend,
+    MemoryRecord,
     VectorStore,
     stores_vectors,
 )
@@ -33,9 +46,11 @@ from memory_orchestrator_dense.embedder import DIMENSIONS, MiniLmEmbedder
 #: Vectors loaded from the backend per round trip.
 PAGE = 5000
 #: The temperature all-MiniLM-L6-v2 was trained with (sentence-transformers' contrastive loss scales
-#: cosine similarity by 20). A hit's score is ``exp((cosine - best cosine) / TEMPERATURE)``: the
-#: model's own odds of that memory against the best one. Raw cosines are compressed near the top
-#: (0.62 vs 0.55), which the pipeline's fusion would read as "almost as strong as the best".
+#: cosine similarity by 20). A hit's score is ``exp((similarity - best) / TEMPERATURE)``: the
+#: model's odds of that memory against the best one. Raw cosines are compressed near the top (0.62
+#: vs 0.55), which the pipeline's fusion would read as "almost as strong as the best". The
+#: similarity is a sum of two cosines, so this is sharper than the model's own odds; 0.1 (the same
+#: odds per cosine) measured lower on the tuning conversations (expanded R@10 78.6 vs 79.6-80.1), 0.03 79.4.
 TEMPERATURE = 0.05
 
 
@@ -112,12 +127,13 @@ class DenseChannel:
         store = self._store(backend)
         index = self._indexes.setdefault(backend, _Index())
         async with index.lock:
-            await self._embed_missing(store, rounds=1)
+            await self._load(store, index)  # first: which neighbours already have a vector
+            await self._embed_missing(store, index, rounds=1)
             await self._load(store, index)
         if not index.ids:
             return []
         query = await asyncio.to_thread(self.embedder.embed, [text])
-        scores = index.matrix @ query[0]
+        scores = index.matrix @ query[0]  # own-text cosine + context-document cosine
         # Ask for more than the limit: forgotten memories and filtered ones drop out below.
         wanted = min(len(index.ids), limit * 2)
         top = np.argpartition(-scores, wanted - 1)[:wanted]
@@ -129,9 +145,9 @@ class DenseChannel:
             record = records.get(index.ids[row])
             if record is None or record.created_at > now or not filters.admits(record):
                 continue
-            cosine = float(scores[row])
-            score = round(float(np.exp((cosine - best) / TEMPERATURE)), 6)
-            hits.append(Hit(record, score, via=self.name, signals={"cosine": round(cosine, 6)}))
+            similarity = float(scores[row])
+            score = round(float(np.exp((similarity - best) / TEMPERATURE)), 6)
+            hits.append(Hit(record, score, via=self.name, signals={"similarity": round(similarity, 6)}))
             if len(hits) == limit:
                 break
         return hits
@@ -142,7 +158,8 @@ class DenseChannel:
         started = time.perf_counter()
         index = self._indexes.setdefault(backend, _Index())
         async with index.lock:
-            embedded = await self._embed_missing(store, rounds=None)
+            await self._load(store, index)
+            embedded = await self._embed_missing(store, index, rounds=None)
             await self._load(store, index)
         return IndexReport(embedded, time.perf_counter() - started)
 
@@ -152,18 +169,47 @@ class DenseChannel:
         assert isinstance(backend, VectorStore)
         return backend
 
-    async def _embed_missing(self, store: VectorStore, *, rounds: int | None) -> int:
+    async def _embed_missing(self, store: VectorStore, index: _Index, *, rounds: int | None) -> int:
         done = 0
+        embedded: set[str] = set()
         while rounds is None or rounds > 0:
             records = await store.without_vectors(self.embedder.space, limit=self.index_batch)
             if not records:
                 break
-            vectors = await asyncio.to_thread(self.embedder.embed, [record.content for record in records])
-            pairs = [(record.id, vectors[row].tobytes()) for row, record in enumerate(records)]
-            done += await store.put_vectors(self.embedder.space, pairs)
+            context = await _context(store, [record.id for record in records])
+            # Neighbours embedded before these memories existed now have more context: again.
+            fresh = {record.id for record in records}
+            stale = {
+                neighbour.id: neighbour
+                for found in context.values()
+                for neighbour in found
+                if neighbour.id not in fresh and (neighbour.id in index.rows or neighbour.id in embedded)
+            }
+            if stale:
+                context.update(await _context(store, list(stale)))
+            batch = [*records, *stale.values()]
+            vectors = await asyncio.to_thread(self._vectors, batch, context)
+            # the new memories first: the store finds the next ones to embed after the newest of them
+            pairs = [(record.id, vectors[row].tobytes()) for row, record in enumerate(batch)]
+            done += await store.put_vectors(self.embedder.space, pairs[: len(records)])
+            await store.put_vectors(self.embedder.space, pairs[len(records) :])
+            embedded.update(fresh)
             if rounds is not None:
                 rounds -= 1
         return done
+
+    def _vectors(
+        self, records: Sequence[MemoryRecord], context: Mapping[str, list[MemoryRecord]]
+    ) -> np.ndarray:
+        """Own-text vector + context-document vector per record (see the module docstring)."""
+        own = self.embedder.embed([record.content for record in records])
+        documents = {row: _document(record, context.get(record.id, [])) for row, record in enumerate(records)}
+        with_context = [row for row, document in documents.items() if document is not None]
+        vectors = own * 2.0  # no context: the document is the text itself
+        if with_context:
+            embedded = self.embedder.embed([documents[row] or "" for row in with_context])
+            vectors[with_context] = own[with_context] + embedded
+        return vectors.astype(np.float32)
 
     async def _load(self, store: VectorStore, index: _Index) -> None:
         while True:
@@ -172,6 +218,22 @@ class DenseChannel:
                 return
             index.add(page.rows, self.embedder.dimensions)
             index.cursor = page.cursor
+
+
+async def _context(store: VectorStore, ids: list[str]) -> dict[str, list[MemoryRecord]]:
+    """The backend's context of each memory, or none where the backend names none."""
+    if not isinstance(store, ContextSource) or not ids:
+        return {}
+    return await store.context_records(ids)
+
+
+def _document(record: MemoryRecord, around: Sequence[MemoryRecord]) -> str | None:
+    """The memory with its context in time order, or ``None`` when it has no context."""
+    if not around:
+        return None
+    before = [other.content for other in around if other.created_at <= record.created_at]
+    after = [other.content for other in around if other.created_at > record.created_at]
+    return "\n".join([*before, record.content, *after])
 
 
 def create_channel(options: Mapping[str, Any]) -> DenseChannel:

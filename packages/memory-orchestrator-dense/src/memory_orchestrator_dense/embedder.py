@@ -17,7 +17,9 @@ from typing import Any
 import numpy as np
 
 #: The vector space name stored with every vector (vectors of another model never mix with these).
-SPACE = "all-MiniLM-L6-v2-onnx-int8"
+#: "+context": a vector is own text + context document (see ``channel``); the plain vectors of
+#: version 0.1.0 are in another space, so a store indexed by it is embedded again, not mixed.
+SPACE = "all-MiniLM-L6-v2-onnx-int8+context"
 DIMENSIONS = 384
 MAX_TOKENS = 256
 #: Texts per model run when indexing (sorted by length so padding stays small).

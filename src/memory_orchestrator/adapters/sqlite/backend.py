@@ -16,7 +16,7 @@ from typing import cast
 
 import aiosqlite
 
-from memory_orchestrator.adapters.sqlite import graph, retrieval, writes
+from memory_orchestrator.adapters.sqlite import context, graph, retrieval, writes
 from memory_orchestrator.adapters.sqlite import vectors as vector_rows
 from memory_orchestrator.adapters.sqlite.batch import Batch, finish
 from memory_orchestrator.adapters.sqlite.health import health_report
@@ -509,6 +509,11 @@ class SqliteBackend(AsyncLifecycle):
         validate_limit(limit)
         with self._translated("without_vectors"):
             return await vector_rows.missing(self.db, space, limit)
+
+    async def context_records(self, ids: Sequence[str]) -> dict[str, list[MemoryRecord]]:
+        """Each memory's context neighbours (``ports.ContextSource``; see ``sqlite/context.py``)."""
+        with self._translated("context_records"):
+            return await context.context_records(self.db, ids)
 
     async def count(self, *, include_forgotten: bool = False) -> int:
         """Number of stored memories (active only unless asked)."""

@@ -20,13 +20,16 @@ a forgotten memory stop finding anything.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 import aiosqlite
 
-from memory_orchestrator.adapters.sqlite.rows import stamp
-from memory_orchestrator.ports import parse_timestamp
+from memory_orchestrator.adapters.sqlite.records import records_from_rows
+from memory_orchestrator.adapters.sqlite.rows import MEMORY_COLUMNS, stamp
+from memory_orchestrator.ports import MemoryRecord, parse_timestamp
 from memory_orchestrator.ports.text import CONTEXT_WEIGHT, CONTEXT_WINDOW
 
 #: ``bm25()`` with the column weights, for ORDER BY in keyword search.
@@ -82,11 +85,34 @@ async def around(
 
 def context_from(around: list[Neighbour], created_at: datetime, source: str) -> str:
     """The FTS tokens of those of a memory's ``neighbours`` that count as its context."""
-    return " ".join(
-        row.tokens
-        for row in around
-        if row.source != source and abs(row.created_at - created_at) <= CONTEXT_WINDOW
-    )
+    return " ".join(row.tokens for row in _counting(around, created_at, source))
+
+
+def _counting(around: list[Neighbour], created_at: datetime, source: str) -> list[Neighbour]:
+    return [
+        row for row in around if row.source != source and abs(row.created_at - created_at) <= CONTEXT_WINDOW
+    ]
+
+
+async def context_records(db: aiosqlite.Connection, ids: Sequence[str]) -> dict[str, list[MemoryRecord]]:
+    """The memories that count as the context of each active memory among ``ids`` (the same rule
+    as the keyword index's context column), oldest first; for a dense channel's documents."""
+    sql = "SELECT id, rowid, created_at, source FROM memories WHERE id IN (SELECT value FROM json_each(?)) "
+    sql += "AND deleted_at IS NULL"
+    wanted = list(await db.execute_fetchall(sql, (json.dumps(list(dict.fromkeys(ids))),)))
+    rowids: dict[str, list[int]] = {}
+    for memory_id, rowid, stamped, source in wanted:
+        created_at = parse_timestamp(str(stamped))
+        around = await neighbours(db, created_at, int(rowid))
+        rowids[str(memory_id)] = [row.rowid for row in _counting(around, created_at, str(source))]
+    needed = sorted({rowid for found in rowids.values() for rowid in found})
+    sql = f"SELECT m.rowid, {MEMORY_COLUMNS} FROM memories m WHERE m.rowid IN "
+    sql += "(SELECT value FROM json_each(?))"
+    rows = list(await db.execute_fetchall(sql, (json.dumps(needed),))) if needed else []
+    records = await records_from_rows(db, [row[1:] for row in rows])
+    by_rowid = {int(row[0]): record for row, record in zip(rows, records, strict=True)}
+    # neighbours come back before-then-after, which is oldest first
+    return {key: [by_rowid[row] for row in found if row in by_rowid] for key, found in rowids.items()}
 
 
 async def refresh(db: aiosqlite.Connection, around: list[Neighbour]) -> None:
