@@ -166,7 +166,7 @@ def _extend(
 ) -> list[_State]:
     limits = config.expansion
     parents = {state.candidate.memory_id: state for state in beam}
-    by_parent: dict[str, dict[str, Neighbor]] = {}
+    by_parent: dict[str, dict[str, tuple[float, Neighbor]]] = {}
     behind = {
         parent_id: {state.seed_id, *(step.from_id for step in state.path)}
         for parent_id, state in parents.items()
@@ -179,12 +179,13 @@ def _extend(
         group = by_parent.setdefault(neighbour.from_id, {})
         current = group.get(neighbour.record.id)
         # A memory linked by several edge types counts once, over its strongest one.
-        if current is None or strength > weights.get(current.edge.type, 0.0) * _clamp(current.edge.weight):
-            group[neighbour.record.id] = neighbour
+        if current is None or strength > current[0]:
+            group[neighbour.record.id] = (strength, neighbour)
     reached: dict[str, _State] = {}
     decision: dict[str, Any] = {"hop": hop, "frontier": list(parents), "reached": 0, "cut": {}}
     for parent_id, group in by_parent.items():
-        ordered = sorted(group.values(), key=lambda item: _strength_order(item, weights))
+        # strongest first, ties by id (each strength computed once, above)
+        ordered = [item for _, item in sorted(group.values(), key=lambda pair: (-pair[0], pair[1].record.id))]
         if len(ordered) > limits.max_fanout:
             cut = ordered[limits.max_fanout :]
             decision["cut"][parent_id] = [item.record.id for item in cut]
@@ -238,10 +239,6 @@ def _reach(
         candidate.inherited, candidate.proximity = share, state.proximity
         candidate.seed_id, candidate.path = state.seed_id, state.path
     return state
-
-
-def _strength_order(item: Neighbor, weights: Mapping[EdgeType, float]) -> tuple[float, str]:
-    return (-weights.get(item.edge.type, 0.0) * _clamp(item.edge.weight), item.record.id)
 
 
 def _clamp(value: float) -> float:
