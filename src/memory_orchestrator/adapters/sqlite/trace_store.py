@@ -66,6 +66,7 @@ class SqliteTraceStore:
         except (sqlite3.Error, OSError) as exc:
             raise BackendUnavailable(f"trace store: {exc}", backend="sqlite-traces") from exc
         self._db = db
+        self._writing = asyncio.Lock()  # a lock waited on belongs to one event loop: one per opening
 
     async def aclose(self) -> None:
         """Close the connection. Idempotent."""
