@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 from memory_orchestrator.adapters.sqlite import SqliteBackend, create_backend, store_path
 from memory_orchestrator.adapters.sqlite.rows import fts_query, stamp
 from memory_orchestrator.adapters.sqlite.schema import SCHEMA_VERSION
-from memory_orchestrator.adapters.sqlite.trace_store import SqliteTraceStore
+from memory_orchestrator.adapters.sqlite.trace_store import SCHEMA, SqliteTraceStore
 from memory_orchestrator.ports import (
     BackendRejected,
     BackendUnavailable,
@@ -161,6 +162,38 @@ async def test_trace_store_saves_loads_and_prunes(tmp_path: Path) -> None:
     await store.aclose()
     async with SqliteTraceStore(tmp_path / "traces.db", retention=2) as reopened:
         assert await reopened.load("t1") == {"n": "replaced"}
+
+
+@pytest.mark.anyio
+async def test_concurrent_trace_saves_are_written_together(tmp_path: Path) -> None:
+    async with SqliteTraceStore(tmp_path / "traces.db", retention=100) as store:
+        inserts: list[str] = []
+        execute = store._conn().execute
+
+        def counted(sql: str, *args: object) -> object:
+            if sql.startswith("INSERT"):
+                inserts.append(sql)
+            return execute(sql, *args)
+
+        store._conn().execute = counted  # type: ignore[method-assign]
+        saves = [store.save(f"t{n}", T0 + timedelta(seconds=n), {"n": n}) for n in range(20)]
+        await asyncio.gather(*saves)
+        assert [await store.load(f"t{n}") for n in range(20)] == [{"n": n} for n in range(20)]
+        assert 1 < len(inserts) < 20  # the first alone, the rest queued behind it in one batch
+
+
+@pytest.mark.anyio
+async def test_a_failed_trace_batch_fails_every_save_in_it(tmp_path: Path) -> None:
+    async with SqliteTraceStore(tmp_path / "traces.db") as store:
+        await store.save("before", T0, {"n": 0})
+        await store._conn().execute("DROP TABLE traces")
+        outcomes = await asyncio.gather(
+            *(store.save(f"t{n}", T0, {"n": n}) for n in range(5)), return_exceptions=True
+        )
+        assert all(isinstance(outcome, BackendUnavailable) for outcome in outcomes)
+        await store._conn().execute(SCHEMA)
+        await store.save("after", T0, {"n": 1})
+        assert await store.load("after") == {"n": 1}
 
 
 @pytest.mark.anyio

@@ -16,14 +16,14 @@ before its fix) is part of that answer, not an outdated fact.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from memory_orchestrator.domain.config import PipelineConfig
 from memory_orchestrator.domain.ranking import RankedItem, order_key
 from memory_orchestrator.ports import Intent
-from memory_orchestrator.ports.text import content_hash, has_negation
+from memory_orchestrator.ports.text import has_negation, normalise_content
 
 #: Jaccard from which a pair counts as partly redundant (penalised, not merged).
 SOFT_DUPLICATE = 0.6
@@ -53,91 +53,101 @@ class _Facts:
     """What dedup compares of one item, computed once per item (not once per pair)."""
 
     words: frozenset[str]
+    #: ``words`` as bits of one request's vocabulary: the words two items share are the bits of
+    #: ``a.mask & b.mask``, counted in C instead of intersecting two sets per pair.
+    mask: int
     subjects: frozenset[str]
     negated: bool
     values: frozenset[str]
+    #: Positions (in the order items were kept) of the kept items sharing enough words with this
+    #: one to contradict it (``CONTRADICTION_OVERLAP``), found while looking for its duplicates.
+    close: list[int] = field(default_factory=list)
 
 
-def _facts(item: RankedItem) -> _Facts:
-    content = item.record.content
-    return _Facts(
-        words=item.candidate.words(),
-        subjects=frozenset(_subjects(item)),
-        negated=has_negation(content),
-        values=frozenset(_NUMBER.findall(content)),
-    )
-
-
-def _jaccard(shared: int, a: frozenset[str], b: frozenset[str]) -> float:
-    union = len(a) + len(b) - shared
-    return shared / union if union else 0.0
-
-
-class _WordIndex:
-    """Kept items by token, so an item is compared only with items that share a word with it."""
+class _Vocabulary:
+    """One bit per distinct word of the items deduplicated together."""
 
     def __init__(self) -> None:
-        self.postings: dict[str, list[int]] = {}
-        self.size = 0
+        self.bits: dict[str, int] = {}
 
-    def add(self, words: frozenset[str]) -> None:
+    def mask(self, words: frozenset[str]) -> int:
+        bits, mask = self.bits, 0
         for word in words:
-            self.postings.setdefault(word, []).append(self.size)
-        self.size += 1
+            bit = bits.get(word)
+            if bit is None:
+                bit = bits[word] = len(bits)
+            mask |= 1 << bit
+        return mask
 
-    def shared(self, words: frozenset[str]) -> Counter[int]:
-        """Position of every indexed item sharing a word with ``words`` -> how many it shares."""
-        counts: Counter[int] = Counter()
-        for word in words:
-            postings = self.postings.get(word)
-            if postings:
-                counts.update(postings)
-        return counts
+
+@lru_cache(maxsize=16384)
+def _claim(content: str) -> tuple[str, bool, frozenset[str]]:
+    """``(exact-duplicate key, negated, numbers)`` of a memory's content; cached, as the same
+    memories come back query after query. Equal normalised contents are what equal content hashes
+    mean, so the normalised text itself is the key."""
+    return normalise_content(content), has_negation(content), frozenset(_NUMBER.findall(content))
+
+
+def _facts(item: RankedItem, vocabulary: _Vocabulary) -> tuple[str, _Facts]:
+    key, negated, values = _claim(item.record.content)
+    words = item.candidate.words()
+    subjects = frozenset(_subjects(item))
+    return key, _Facts(words, vocabulary.mask(words), subjects, negated, values)
 
 
 def deduplicate(items: Sequence[RankedItem], config: PipelineConfig) -> DedupOutcome:
     """Merge duplicates, penalise near duplicates, demote stale facts (see module docstring)."""
     outcome = DedupOutcome()
     facts: dict[str, _Facts] = {}
-    hashes: dict[str, str] = {}
-    index = _WordIndex()
+    kept_facts: list[_Facts] = []
+    exact: dict[str, int] = {}
+    vocabulary = _Vocabulary()
     for item in items:
-        memory_id = item.record.id
-        digest = content_hash(item.record.content)
-        mine = _facts(item)
-        shared = index.shared(mine.words)
-        twin = hashes.get(digest) or _near_twin(mine, shared, outcome.kept, facts, config.dedup_threshold)
+        key, mine = _facts(item, vocabulary)
+        twin = exact.get(key)
+        worst = 0.0
+        if twin is None:
+            twin, worst = _closest(mine, kept_facts, config.dedup_threshold)
         if twin is not None:
-            _absorb(next(kept for kept in outcome.kept if kept.record.id == twin), item)
-            outcome.drops.append((memory_id, f"duplicate of {twin}"))
+            keeper = outcome.kept[twin]
+            _absorb(keeper, item)
+            outcome.drops.append((item.record.id, f"duplicate of {keeper.record.id}"))
             continue
-        _penalise_overlap(item, mine.words, shared, outcome.kept, facts, config)
-        hashes[digest] = memory_id
-        facts[memory_id] = mine
-        index.add(mine.words)
+        _penalise_overlap(item, worst, config)
+        for position in mine.close:
+            kept_facts[position].close.append(len(kept_facts))
+        exact[key] = len(kept_facts)
+        facts[item.record.id] = mine
+        kept_facts.append(mine)
         outcome.kept.append(item)
+    positions = {item.record.id: position for position, item in enumerate(outcome.kept)}
     outcome.kept.sort(key=order_key)
-    outcome.stale = _mark_stale(outcome.kept, facts)
+    outcome.stale = _mark_stale(outcome.kept, facts, positions)
     outcome.kept.sort(key=lambda item: (item.superseded, *order_key(item)))
     return outcome
 
 
-def _near_twin(
-    mine: _Facts, shared: Counter[int], kept: list[RankedItem], seen: dict[str, _Facts], threshold: float
-) -> str | None:
-    first: int | None = None  # the strongest kept twin, as a scan of the kept items in order finds
-    for position, count in shared.items():
-        if first is not None and position > first:
+def _closest(mine: _Facts, kept: list[_Facts], threshold: float) -> tuple[int | None, float]:
+    """``(position of the strongest kept twin or None, the highest word Jaccard with a kept item)``.
+
+    A twin has a Jaccard of at least ``threshold`` and makes the same claim: an update (a negation
+    or another number) is not a repeat. Once a twin is found the item is dropped, so the highest
+    Jaccard (and ``mine.close``) is only complete when there is none.
+    """
+    mask, size, worst = mine.mask, len(mine.words), 0.0
+    for position, theirs in enumerate(kept):
+        shared = (mask & theirs.mask).bit_count()
+        if not shared:
             continue
-        theirs = seen[kept[position].record.id]
-        if (
-            _jaccard(count, mine.words, theirs.words) >= threshold
-            # same claim: an update (a negation or another number) is not a repeat
-            and mine.negated == theirs.negated
-            and mine.values == theirs.values
-        ):
-            first = position
-    return None if first is None else kept[first].record.id
+        other = len(theirs.words)
+        jaccard = shared / (size + other - shared)
+        if jaccard >= threshold and mine.negated == theirs.negated and mine.values == theirs.values:
+            return position, jaccard
+        if jaccard > worst:
+            worst = jaccard
+        if shared >= CONTRADICTION_OVERLAP * max(size, other):
+            mine.close.append(position)
+    return None, worst
 
 
 def _absorb(keeper: RankedItem, duplicate: RankedItem) -> None:
@@ -152,18 +162,7 @@ def _absorb(keeper: RankedItem, duplicate: RankedItem) -> None:
     keeper.notes.append(reason)
 
 
-def _penalise_overlap(
-    item: RankedItem,
-    words: frozenset[str],
-    shared: Counter[int],
-    kept: list[RankedItem],
-    seen: dict[str, _Facts],
-    config: PipelineConfig,
-) -> None:
-    worst = max(
-        (_jaccard(count, words, seen[kept[position].record.id].words) for position, count in shared.items()),
-        default=0.0,
-    )
+def _penalise_overlap(item: RankedItem, worst: float, config: PipelineConfig) -> None:
     value = worst if worst >= SOFT_DUPLICATE else 0.0
     item.signals["duplication"] = round(value, 6)
     if value > 0:
@@ -171,7 +170,11 @@ def _penalise_overlap(
         item.notes.append(f"repeats a stronger result ({value:.2f} overlap)")
 
 
-def _mark_stale(items: list[RankedItem], facts: dict[str, _Facts]) -> list[dict[str, str]]:
+def _mark_stale(
+    items: list[RankedItem], facts: dict[str, _Facts], kept_at: dict[str, int]
+) -> list[dict[str, str]]:
+    """Explicit supersessions, then newer contradicting memories (``kept_at``: each item's position
+    in the order dedup kept them, which ``_Facts.close`` refers to)."""
     stale: list[dict[str, str]] = []
     present = {item.record.id for item in items}
     for item in items:
@@ -180,21 +183,12 @@ def _mark_stale(items: list[RankedItem], facts: dict[str, _Facts]) -> list[dict[
             stale.append({"older": item.record.id, "newer": memory_id, "why": "explicit supersedes edge"})
     if _asks_for_history(items):
         return stale
-    # Only pairs sharing enough words can contradict each other: found through a word index,
-    # not by comparing every pair.
-    index = _WordIndex()
-    for item in items:
-        index.add(facts[item.record.id].words)
-    marks: Counter[int] = Counter()
-    for position, newer in enumerate(items):
+    # Only pairs sharing enough words can contradict each other, and dedup found those already.
+    now_at = {kept_at[item.record.id]: position for position, item in enumerate(items)}
+    marks = [0] * len(items)
+    for newer in items:
         new = facts[newer.record.id]
-        close = [
-            other
-            for other, count in index.shared(new.words).items()
-            if other != position
-            and count >= CONTRADICTION_OVERLAP * max(len(new.words), len(facts[items[other].record.id].words))
-        ]
-        for other in sorted(close):
+        for other in sorted(now_at[kept] for kept in new.close):
             older = items[other]
             if marks[other] >= MAX_STALE_MARKS or not newer.record.created_at > older.record.created_at:
                 continue

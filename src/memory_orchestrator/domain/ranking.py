@@ -169,7 +169,8 @@ def score_candidate(
     item = RankedItem(
         candidate,
         score,
-        {k: round(v, 6) for k, v in signals.items()},
+        # most signals are exactly 0 or 1, which rounding leaves as they are (and it is not free)
+        {k: v if v == 0.0 or v == 1.0 else round(v, 6) for k, v in signals.items()},
         superseded=superseded,
         superseded_by=list(record.superseded_by),
         matched=matched,
@@ -233,12 +234,18 @@ def matched_entities(record: MemoryRecord, patterns: Sequence[tuple[str, re.Patt
     A name only used to address someone ("Wow, Caroline!", "Hey Mel,") says who was spoken to, not
     what the memory is about: it does not count, even when an extractor listed it as an entity.
     """
+    if not patterns:
+        return []
     source = record.source.casefold()
     carried = {entity.casefold() for entity in record.entities}
+    content = record.content
+    # ASCII text cannot match a case-insensitive ASCII name it does not contain, lower-cased
+    lowered = content.lower() if content.isascii() else None
     found = []
     for name, pattern in patterns:
-        mentions = list(pattern.finditer(record.content))
-        named = any(not addressed(record.content, match) for match in mentions)
+        absent = lowered is not None and name.isascii() and name.lower() not in lowered
+        mentions = [] if absent else list(pattern.finditer(content))
+        named = any(not addressed(content, match) for match in mentions)
         if name.casefold() == source or named or (not mentions and name.casefold() in carried):
             found.append(name)
     return found

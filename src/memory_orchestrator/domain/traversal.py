@@ -312,7 +312,7 @@ def _extend(
 ) -> list[_State]:
     limits = step.config.expansion
     parents = {state.candidate.memory_id: state for state in beam}
-    by_parent: dict[str, dict[str, Neighbor]] = {}
+    by_parent: dict[str, dict[str, tuple[float, Neighbor]]] = {}
     behind = {
         parent_id: {state.seed_id, *(item.from_id for item in state.path)}
         for parent_id, state in parents.items()
@@ -326,12 +326,14 @@ def _extend(
         group = by_parent.setdefault(neighbour.from_id, {})
         current = group.get(neighbour.record.id)
         # A memory linked by several edge types counts once, over its strongest one.
-        if current is None or step.factor(neighbour, 0) > step.factor(current, 0):
-            group[neighbour.record.id] = neighbour
+        strength = step.factor(neighbour, 0)
+        if current is None or strength > current[0]:
+            group[neighbour.record.id] = (strength, neighbour)
     reached: dict[str, _State] = {}
     decision: dict[str, Any] = {"hop": hop, "frontier": list(parents), "reached": 0, "cut": {}}
     for parent_id, group in by_parent.items():
-        ordered = sorted(group.values(), key=lambda item: (-step.factor(item, 0), item.record.id))
+        # strongest first, ties by id (each strength computed once, above)
+        ordered = [item for _, item in sorted(group.values(), key=lambda pair: (-pair[0], pair[1].record.id))]
         if len(ordered) > limits.max_fanout:
             cut = ordered[limits.max_fanout :]
             decision["cut"][parent_id] = [item.record.id for item in cut]

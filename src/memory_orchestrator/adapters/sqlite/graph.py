@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import aiosqlite
@@ -80,6 +80,11 @@ class Ranking:
     min_strength: float
 
 
+#: One edge reaching a memory: ``(source_id, target_id, type, weight, origin, other)``, where
+#: ``origin`` is the frontier end and ``other`` the memory reached.
+Reach = tuple[str, str, str, float, str, str]
+
+
 async def _hop(
     db: aiosqlite.Connection,
     frontier: list[str],
@@ -92,67 +97,101 @@ async def _hop(
 ) -> list[Neighbor]:
     """One hop: the best edge per (reached memory, type), strongest first, ties by id then type.
 
-    Ranking reads only keys and weights (covered by the primary key and ``edges_target``); the full
-    edge and memory rows are joined for the ``limit`` winners only, in the same query, so a hop is
-    two round trips (this query and the winners' superseders) even around hub memories. With a
-    ``ranking`` the store also keeps, per origin, only the strongest ``per_source`` memories (one
-    entry each) at or above ``min_strength`` (``ports.RankedNeighbors``).
+    The store reads only keys and weights of the frontier's edges (covered by the primary key and
+    ``edges_target``) with the reached memory's visibility; choosing the winners is a few dict
+    passes here (SQL window functions over the same rows cost several times more), and the full
+    edge and memory rows are read for the ``limit`` winners only. With a ``ranking`` only the
+    strongest ``per_source`` memories per origin (one entry each) at or above ``min_strength`` are
+    kept (``ports.RankedNeighbors``). Frontier memories that are deleted reach nothing.
     """
+    rows = await _reach(db, frontier, kinds, filters)
+    winners = _winners(rows, visited, limit, ranking)
+    return await _neighbours_of(db, winners, hop)
+
+
+async def _reach(
+    db: aiosqlite.Connection, frontier: list[str], kinds: list[str], filters: Filters
+) -> list[Reach]:
     clause = visible_clause(filters, None)
+    active = "SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(?)) AND deleted_at IS NULL"
     half = (
-        "SELECT e.source_id, e.target_id, e.type, e.weight, {origin} AS origin, m.id AS other FROM edges e "
-        "JOIN memories m ON m.id = {other} WHERE {origin} IN (SELECT value FROM json_each(?)) "
+        "SELECT e.source_id, e.target_id, e.type, e.weight, {origin}, m.id FROM edges e "
+        f"JOIN memories m ON m.id = {{other}} WHERE {{origin}} IN ({active}) "
         f"AND e.type IN (SELECT value FROM json_each(?)) AND {clause.text()}"
     )
-    best = "SELECT * FROM ranked WHERE rank = 1"
-    extra: tuple[object, ...] = ()
-    if ranking is not None:
-        best = (
-            "SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY origin ORDER BY strength DESC, "
-            "other) AS place FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY origin, other ORDER BY "
-            "strength DESC, weight DESC, type) AS pick FROM (SELECT r.*, t.value * min(max(r.weight, 0), 1) "
-            "AS strength FROM ranked r JOIN json_each(?) t ON t.key = r.type WHERE r.rank = 1)) "
-            "WHERE pick = 1 AND strength >= ?) WHERE place <= ?"
-        )
-        extra = (json.dumps(dict(ranking.weights)), ranking.min_strength, ranking.per_source)
     sql = (
-        "WITH reach AS ("
-        + half.format(origin="e.source_id", other="e.target_id")
+        half.format(origin="e.source_id", other="e.target_id")
         + " UNION ALL "
         + half.format(origin="e.target_id", other="e.source_id")
-        + "), ranked AS (SELECT *, ROW_NUMBER() OVER (PARTITION BY other, type ORDER BY weight DESC, origin) "
-        "AS rank FROM reach WHERE other NOT IN (SELECT value FROM json_each(?))), "
-        f"winners AS (SELECT source_id, target_id, type, weight, origin, other FROM ({best}) "
-        "ORDER BY weight DESC, other, type LIMIT ?) "
-        f"SELECT w.origin, {EDGE_COLUMNS}, {MEMORY_COLUMNS} FROM winners w "
-        "JOIN edges e ON e.source_id = w.source_id AND e.target_id = w.target_id AND e.type = w.type "
-        "JOIN memories m ON m.id = w.other "
-        "ORDER BY w.weight DESC, w.other, w.type"
     )
     ids, types = json.dumps(frontier), json.dumps(kinds)
-    params = (
-        ids,
-        types,
-        *clause.params,
-        ids,
-        types,
-        *clause.params,
-        json.dumps(sorted(visited)),
-        *extra,
-        limit,
+    params = (ids, types, *clause.params, ids, types, *clause.params)
+    return [tuple(row) for row in await db.execute_fetchall(sql, params)]
+
+
+def _winners(rows: list[Reach], visited: set[str], limit: int, ranking: Ranking | None) -> list[Reach]:
+    """The hop's result edges, strongest first (weight, then reached id, then type), at most ``limit``."""
+    best: dict[tuple[str, str], Reach] = {}  # per (reached memory, type): its heaviest edge
+    for row in rows:
+        if row[5] in visited:
+            continue
+        key = (row[5], row[2])
+        current = best.get(key)
+        # heaviest first, then the lowest origin (then source, for a pair linked both ways)
+        if current is None or (-row[3], row[4], row[0]) < (-current[3], current[4], current[0]):
+            best[key] = row
+    chosen = list(best.values()) if ranking is None else _strongest_per_origin(best.values(), ranking)
+    chosen.sort(key=lambda row: (-row[3], row[5], row[2]))
+    return chosen[:limit]
+
+
+def _strongest_per_origin(rows: Iterable[Reach], ranking: Ranking) -> list[Reach]:
+    """Per origin, its ``per_source`` strongest reached memories (one edge each: the strongest, then
+    the heaviest, then the first type) of strength ``min_strength`` or more."""
+    picked: dict[tuple[str, str], tuple[float, Reach]] = {}
+    for row in rows:
+        weight = ranking.weights.get(row[2])
+        if weight is None:
+            continue
+        strength = weight * min(max(row[3], 0.0), 1.0)
+        key = (row[4], row[5])
+        current = picked.get(key)
+        if current is None or (-strength, -row[3], row[2]) < (-current[0], -current[1][3], current[1][2]):
+            picked[key] = (strength, row)
+    by_origin: dict[str, list[tuple[float, str, Reach]]] = {}
+    for (origin, other), (strength, row) in picked.items():
+        if strength >= ranking.min_strength:
+            by_origin.setdefault(origin, []).append((-strength, other, row))
+    kept: list[Reach] = []
+    for group in by_origin.values():
+        group.sort(key=lambda entry: (entry[0], entry[1]))
+        kept.extend(row for _, _, row in group[: ranking.per_source])
+    return kept
+
+
+async def _neighbours_of(db: aiosqlite.Connection, winners: list[Reach], hop: int) -> list[Neighbor]:
+    """The winners' full edge and memory rows (in the winners' order), superseders attached."""
+    if not winners:
+        return []
+    sql = (
+        f"SELECT {EDGE_COLUMNS}, {MEMORY_COLUMNS} FROM json_each(?) w "
+        "JOIN edges e ON e.source_id = json_extract(w.value, '$[0]') "
+        "AND e.target_id = json_extract(w.value, '$[1]') AND e.type = json_extract(w.value, '$[2]') "
+        "JOIN memories m ON m.id = json_extract(w.value, '$[3]') ORDER BY w.key"
     )
-    rows = list(await db.execute_fetchall(sql, params))
+    keys = json.dumps([[row[0], row[1], row[2], row[5]] for row in winners])
+    rows = list(await db.execute_fetchall(sql, (keys,)))
     edge_width = len(EDGE_COLUMNS.split(","))
-    memory_rows = [row[1 + edge_width :] for row in rows]
-    replaced = await superseders(db, (row[0] for row in memory_rows))
+    replaced = await superseders(db, (row[edge_width] for row in rows))
+    origins = {(row[0], row[1], row[2]): row[4] for row in winners}
     return [
         Neighbor(
-            record_from_row(memory, replaced.get(memory[0], ())),
-            edge_from_row(row[1 : 1 + edge_width]),
-            str(row[0]),
+            record_from_row(row[edge_width:], replaced.get(row[edge_width], ())),
+            edge_from_row(row[:edge_width]),
+            origins[(row[0], row[1], row[2])],
             hop,
         )
-        for row, memory in zip(rows, memory_rows, strict=True)
+        for row in rows
     ]
 
 
@@ -161,7 +200,7 @@ async def strongest(
 ) -> list[Neighbor]:
     """One ranked hop from ``ids`` (see ``ports.RankedNeighbors``)."""
     kinds = sorted(ranking.weights)
-    frontier = await _active_ids(db, ids)
+    frontier = list(dict.fromkeys(ids))
     if not frontier or not kinds:
         return []
     return await _hop(db, frontier, kinds, set(ids), filters, limit, 1, ranking)
