@@ -46,7 +46,15 @@ async def walk(backend: Any, seeds: list[Candidate], intent: Intent, config: Pip
     pool = {seed.memory_id: seed for seed in seeds}
     weights = relative_edge_weights(DEFAULT_EDGE_WEIGHTS, intent, config.allowed_edge_types)
     outcome = await expand(
-        backend, seeds, pool, weights=weights, hops=2, filters=Filters(), now=NOW, config=config
+        backend,
+        seeds,
+        pool,
+        weights=weights,
+        hops=2,
+        filters=Filters(),
+        now=NOW,
+        config=config,
+        intent=intent,
     )
     return sorted(
         (c.memory_id, round(c.inherited, 9), c.seed_id, tuple((s.from_id, s.to_id) for s in c.path))

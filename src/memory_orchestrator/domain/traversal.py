@@ -153,16 +153,8 @@ class _Walk:
                     self.backend, beam, self.pool, step, self.visited, self.outcome, when, replacements
                 )
             frontier = [state.candidate.memory_id for state in beam]
-            neighbours = await _one_hop(
-                self.backend,
-                frontier,
-                step.weights,
-                self.native,
-                self.deadline,
-                step.config,
-                self.outcome,
-                hop,
-            )
+            walk = (self.native, self.deadline, self.outcome)
+            neighbours = await _one_hop(self.backend, frontier, step, *walk, hop)
             if neighbours is None:
                 return []
             reached = _extend(beam, neighbours, self.pool, step, self.outcome, hop)
@@ -187,10 +179,9 @@ def _current_share(seeds: Sequence[Candidate]) -> float:
 async def _one_hop(
     backend: MemoryBackend,
     frontier: list[str],
-    weights: Mapping[EdgeType, float],
+    step: _Step,
     native: Filters,
     deadline: float,
-    config: PipelineConfig,
     outcome: ExpansionOutcome,
     hop: int,
 ) -> list[Neighbor] | None:
@@ -198,10 +189,16 @@ async def _one_hop(
     if remaining <= 0:
         outcome.warnings.append(f"expansion stopped before hop {hop}: stage time limit reached")
         return None
-    limits = config.expansion
+    weights, limits = step.weights, step.config.expansion
     limit = min(limits.max_visited, max(1, len(frontier) * limits.max_fanout * len(weights)))
     outcome.neighbor_calls += 1
-    if backend.capabilities.ranked_neighbors and isinstance(backend, RankedNeighbors):
+    # A walk to causes ranks a step to a cause above its edge strength (no hop decay), which neither
+    # the store's ranking by strength nor a hop cut at the strongest ``limit`` edges knows: such a walk
+    # reads up to its whole visiting budget of neighbours and ranks them here.
+    ranked = backend.capabilities.ranked_neighbors and not step.to_causes
+    if step.to_causes:
+        limit = limits.max_visited
+    if ranked and isinstance(backend, RankedNeighbors):
         # The store ranks, caps and floors the hop: per origin the hub guard's share plus the few
         # memories of the walk's own path (skipped below, so they must not take a slot), and no
         # edge too weak for even a full-share parent to pass the path-score floor.
