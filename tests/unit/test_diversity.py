@@ -4,19 +4,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-import pytest
-
-from memory_orchestrator.adapters.memory import InMemoryBackend
 from memory_orchestrator.domain.candidates import Candidate
 from memory_orchestrator.domain.diversity import EPISODE_PENALTY, diversify
-from memory_orchestrator.domain.orchestrator import Orchestrator
 from memory_orchestrator.domain.ranking import RankedItem
-from memory_orchestrator.domain.requests import SearchRequest
-from memory_orchestrator.ports import FixedClock, MemoryRecord, NewMemory
+from memory_orchestrator.ports import MemoryRecord
 
 SESSION_ONE = datetime(2026, 3, 1, 14, 0, tzinfo=UTC)
 SESSION_TWO = datetime(2026, 3, 8, 9, 0, tzinfo=UTC)
-NOW = datetime(2026, 3, 9, 9, 0, tzinfo=UTC)
 
 
 def item(memory_id: str, score: float, at: datetime, *, superseded: bool = False) -> RankedItem:
@@ -76,39 +70,3 @@ def test_superseded_items_stay_last_and_items_beyond_keep_keep_their_order() -> 
     assert ids(result) == ["a", "c", "b", "old"]
     assert ids(diversify(items, keep=10))[-1] == "old"
     assert diversify([], keep=5) == []
-
-
-SESSION = (
-    ("Melanie", "I read a great book about horses last night."),
-    ("Caroline", "Which book about horses? I love books about horses!"),
-    ("Melanie", "The horse book was a gift from my sister; I read books about horses often."),
-    ("Caroline", "Books about horses are the best, I read one too."),
-)
-
-
-async def conversation() -> InMemoryBackend:
-    backend = InMemoryBackend(clock=FixedClock(NOW))
-    await backend.open()
-    for offset, (speaker, text) in enumerate(SESSION):
-        at = SESSION_ONE + timedelta(seconds=offset)
-        await backend.remember(NewMemory(f"{speaker}: {text}", source=speaker, created_at=at))
-    await backend.remember(
-        NewMemory("Melanie: Finished a book on pottery.", source="Melanie", created_at=SESSION_TWO)
-    )
-    return backend
-
-
-@pytest.mark.anyio
-async def test_only_a_list_question_is_diversified() -> None:
-    backend = await conversation()
-    engine = Orchestrator(backend, clock=FixedClock(NOW))
-    listed = await engine.search(SearchRequest("What books has Melanie read?", top_k=5))
-    assert any(cue.startswith("several: ") for cue in listed.plan.intent_cues)
-    paid = [item.signals.get("diversity", 0.0) for item in listed.items]
-    assert sorted(paid)[-1] >= 2 * EPISODE_PENALTY
-    assert any("same episode" in reason for item in listed.items for reason in item.reasons)
-    # asked about one book: the session's turns keep their plain order and pay nothing
-    single = await engine.search(SearchRequest("Which book about horses did Melanie read?", top_k=5))
-    assert not any("diversity" in item.signals for item in single.items)
-    scores = [item.score for item in single.items]
-    assert scores == sorted(scores, reverse=True)

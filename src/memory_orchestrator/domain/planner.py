@@ -127,9 +127,7 @@ def apply_overrides(inferred: QueryPlan, overrides: PlanOverrides) -> QueryPlan:
     changes: dict[str, object] = {}
     if overrides.intent is not None:
         changes["intent"] = overrides.intent
-        # the list cue is not about the intent: it survives the override
-        several = tuple(cue for cue in inferred.intent_cues if cue.startswith(SEVERAL_CUE))
-        changes["intent_cues"] = ("override", *several)
+        changes["intent_cues"] = ("override",)
     if overrides.entities is not None:
         changes["entities"] = tuple(overrides.entities)
     if overrides.time_window is not None:
@@ -193,28 +191,19 @@ def decompose(canonical: str) -> tuple[str, ...]:
 SEVERAL_CUE = "several: "
 _AUX = r"(?:has|have|had|does|do|did|is|are|was|were|can|could|will|would)"
 _PLURAL_NOUN = r"[\w+-]*[^\Ws']s"
-# a plural after a preposition is not what is asked for ("which book about horses did ...")
-_PREPOSITION = r"(?:about|above|at|by|for|from|in|into|near|on|over|to|under|with)\b"
 _SEVERAL = tuple(
     re.compile(pattern, re.IGNORECASE)
     for pattern in (
         r"\bhow many\b",
         r"\bboth\b",
         # "What books has ...", "Which US cities does ...", "What types of yoga has ..."
-        rf"^(?:what|which)\s+(?:(?!{_PREPOSITION})[\w+'-]+\s+){{0,2}}?{_PLURAL_NOUN}\s+(?:of\s+[\w'-]+\s+(?:[\w'-]+\s+)?)?{_AUX}\b",
+        rf"^(?:what|which)\s+(?:[\w+'-]+\s+){{0,2}}?{_PLURAL_NOUN}\s+(?:of\s+[\w'-]+\s+(?:[\w'-]+\s+)?)?{_AUX}\b",
         # "What are Melanie's pets' names", "What are some changes ..."
         r"^(?:what|which|who)\s+are\b",
         # "What has Melanie painted?", "Where has Maria made friends?": all of it, over time
         r"^(?:what|where|who|which)\b(?:\s+[\w'+-]+){0,3}?\s+(?:has|have)\s+[\w']+\s+(?:\w+\s+)?"
-        r"(?:\w+ed|been|done|made|read|seen|taken|met|bought|had|gone|eaten|written|drawn)\b",
+        r"(?:\w+ed|been(?!\s+\w+ing\b)|done|made|read|seen|taken|met|bought|had|gone|eaten|written|drawn)\b",
     )
-)
-
-
-#: One ongoing thing ("What has John been writing about?") or one thing singled out by a relative
-#: clause ("What are the new shoes that Melanie got used for?") is not a list, whatever the grammar.
-_ONE_THING = re.compile(
-    r"\b(?:has|have)\s+[\w']+\s+been\s+\w+ing\b|^what\s+are\s+the\s+[^,]+?\s+that\b", re.I
 )
 
 
@@ -225,8 +214,6 @@ def asks_for_several(canonical: str) -> str | None:
     cooked?": the answers were told at different times, so the results should not all come from
     one episode (the pipeline diversifies them).
     """
-    if _ONE_THING.search(canonical):
-        return None
     for pattern in _SEVERAL:
         match = pattern.search(canonical)
         if match:
