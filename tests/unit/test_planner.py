@@ -199,35 +199,3 @@ def test_a_filter_time_range_is_the_window_and_the_text_is_not_read() -> None:
     result = plan("what happened last week", now=NOW, filters=Filters(time_range=window))
     assert result.time_window == window
     assert "time: filters" in result.intent_cues
-
-
-@pytest.mark.parametrize(
-    ("query", "phrase"),
-    [
-        ("What books has Melanie read?", "What books has"),
-        ("Which US cities does John mention visiting?", "Which US cities does"),
-        ("What types of pottery have Melanie and her kids made?", "What types of pottery have"),
-        ("How many children does Melanie have?", "How many"),
-        ("What has Melanie painted?", "What has Melanie painted"),
-        ("Where has Maria made friends?", "Where has Maria made"),
-        ("What are Melanie's pets' names?", "What are"),
-        ("What subject have Caroline and Melanie both painted?", "both"),
-    ],
-)
-def test_questions_asking_for_several_things_say_so_in_a_cue(query: str, phrase: str) -> None:
-    made = plan(query, now=NOW)
-    assert f"several: {phrase}" in made.intent_cues
-
-
-@pytest.mark.parametrize(
-    "query",
-    [
-        "What did Caroline research?",
-        "What kind of art does Caroline make?",
-        "What topic has John been blogging about recently?",
-        "When did Melanie paint a sunrise?",
-        "Why did we delay the Atlas launch?",
-    ],
-)
-def test_questions_about_one_thing_carry_no_several_cue(query: str) -> None:
-    assert not any(cue.startswith("several: ") for cue in plan(query, now=NOW).intent_cues)

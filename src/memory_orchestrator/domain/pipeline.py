@@ -15,8 +15,7 @@ from memory_orchestrator.domain.as_of import drop_future_superseders
 from memory_orchestrator.domain.candidates import Candidate
 from memory_orchestrator.domain.config import PipelineConfig
 from memory_orchestrator.domain.dedup import deduplicate
-from memory_orchestrator.domain.diversity import diversify
-from memory_orchestrator.domain.planner import SEVERAL_CUE, content_terms
+from memory_orchestrator.domain.planner import content_terms
 from memory_orchestrator.domain.planner import plan as make_plan
 from memory_orchestrator.domain.ranking import RankedItem, RankingContext, rank
 from memory_orchestrator.domain.requests import PlanOverrides
@@ -95,19 +94,14 @@ async def run_pipeline(
         trace.record("dedup", stale=outcome.stale, kept=len(outcome.kept))
         if len(outcome.drops) > len(outcome.kept):
             trace.warn(f"{len(outcome.drops)} duplicate memories merged; the store holds many repeats")
-    ordered = diversify(outcome.kept, request.keep) if _asks_for_several(plan) else outcome.kept
-    kept = ordered[: request.keep]
-    for item in ordered[request.keep :]:
+    kept = outcome.kept[: request.keep]
+    for item in outcome.kept[request.keep :]:
         trace.drop(item.record.id, f"below top {request.keep}", "ranking")
     items = [result_item(item) for item in kept]
     if plan.strategy == "episodic":
         items.sort(key=lambda item: (item.created_at, item.memory_id))
     trace.result_ids = [item.memory_id for item in items]
     return PipelineRun(plan, items, list(trace.warnings))
-
-
-def _asks_for_several(plan: QueryPlan) -> bool:
-    return plan.strategy != "episodic" and any(cue.startswith(SEVERAL_CUE) for cue in plan.intent_cues)
 
 
 def _note_outside_window(window: TimeRange | None, ranked: list[RankedItem], trace: Trace) -> None:

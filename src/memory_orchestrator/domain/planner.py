@@ -112,7 +112,7 @@ def plan(
         canonical=canonical,
         subqueries=() if episodic else decompose(canonical),
         intent=intent,
-        intent_cues=cues + tuple(f"time: {phrase}" for phrase in phrases) + _several_cue(canonical),
+        intent_cues=cues + tuple(f"time: {phrase}" for phrase in phrases),
         entities=entities,
         time_window=window,
         strategy=strategy,
@@ -185,45 +185,6 @@ def decompose(canonical: str) -> tuple[str, ...]:
     if len(kept) < 2:
         return (canonical,)
     return tuple(dict.fromkeys([canonical, *kept]))[:_MAX_SUBQUERIES]
-
-
-#: Cue prefix of a question that asks for several things (see ``asks_for_several``).
-SEVERAL_CUE = "several: "
-_AUX = r"(?:has|have|had|does|do|did|is|are|was|were|can|could|will|would)"
-_PLURAL_NOUN = r"[\w+-]*[^\Ws']s"
-_SEVERAL = tuple(
-    re.compile(pattern, re.IGNORECASE)
-    for pattern in (
-        r"\bhow many\b",
-        r"\bboth\b",
-        # "What books has ...", "Which US cities does ...", "What types of yoga has ..."
-        rf"^(?:what|which)\s+(?:[\w+'-]+\s+){{0,2}}?{_PLURAL_NOUN}\s+(?:of\s+[\w'-]+\s+(?:[\w'-]+\s+)?)?{_AUX}\b",
-        # "What are Melanie's pets' names", "What are some changes ..."
-        r"^(?:what|which|who)\s+are\b",
-        # "What has Melanie painted?", "Where has Maria made friends?": all of it, over time
-        r"^(?:what|where|who|which)\b(?:\s+[\w'+-]+){0,3}?\s+(?:has|have)\s+[\w']+\s+(?:\w+\s+)?"
-        r"(?:\w+ed|been(?!\s+\w+ing\b)|done|made|read|seen|taken|met|bought|had|gone|eaten|written|drawn)\b",
-    )
-)
-
-
-def asks_for_several(canonical: str) -> str | None:
-    """The phrase that makes ``canonical`` ask for several things, or ``None``.
-
-    "What books has Melanie read?", "How many times ...", "What have both ...", "What has John
-    cooked?": the answers were told at different times, so the results should not all come from
-    one episode (the pipeline diversifies them).
-    """
-    for pattern in _SEVERAL:
-        match = pattern.search(canonical)
-        if match:
-            return match.group().strip()
-    return None
-
-
-def _several_cue(canonical: str) -> tuple[str, ...]:
-    phrase = asks_for_several(canonical)
-    return () if phrase is None else (SEVERAL_CUE + phrase,)
 
 
 def _entities(canonical: str, task: str, conversation: str, known_entities: Sequence[str]) -> tuple[str, ...]:
