@@ -220,3 +220,16 @@ def test_entity_filters_and_seeds_take_a_first_word_and_warn_about_unknown_names
     assert walked["seeds"]
     refused = runner.invoke(app, ["expand", "--seed-entity", "Strat", "--now", NOW])
     assert refused.exit_code != 0 and "closest known: Stratus Hosting" in refused.output
+
+
+def test_dropped_candidates_count_what_a_basic_trace_left_out() -> None:
+    from memory_orchestrator.entrypoints.cli import output
+    from memory_orchestrator.entrypoints.cli.trace_view import show_drops
+
+    drops = [{"id": "m1", "stage": "expansion", "reason": "below threshold: 0.01"}, {"omitted": 34}]
+    with output.console.capture() as captured:
+        show_drops(drops)
+    text = captured.get()
+    assert "more, not listed in a basic trace" in text and "34" in text
+    assert "below threshold" in text
+    assert "│ ?" not in text  # the omission marker is no drop of an unknown stage

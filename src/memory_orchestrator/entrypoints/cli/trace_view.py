@@ -142,7 +142,10 @@ def show_drops(drops: Sequence[Any]) -> None:
     """Dropped candidates counted by stage and reason (the reason's words before any number)."""
     counts: Counter[tuple[str, str]] = Counter()
     for drop in drops:
-        if isinstance(drop, Mapping):
+        if isinstance(drop, Mapping) and "omitted" in drop:
+            # a basic trace keeps the first drops only and says how many it left out
+            counts[("...", "more, not listed in a basic trace")] += int(drop["omitted"])
+        elif isinstance(drop, Mapping):
             reason = str(drop.get("reason", "")).split(":")[0]
             counts[(str(drop.get("stage", "?")), reason)] += 1
     if counts:
