@@ -135,6 +135,20 @@ class Trace:
         return value
 
 
+def omitted_count(entry: Any) -> int:
+    """How many entries a ``basic`` trace left out where ``entry`` is its ``{"omitted": n}`` marker;
+    0 for any other entry."""
+    return int(entry["omitted"]) if isinstance(entry, dict) and "omitted" in entry else 0
+
+
+def full_length(entries: Any) -> int:
+    """Length of a trace list, counting the entries a ``basic`` trace left out (0 for a non-list)."""
+    if not isinstance(entries, list):
+        return 0
+    omitted = sum(omitted_count(entry) for entry in entries)
+    return len(entries) + omitted - (1 if omitted else 0)
+
+
 class InProcessTraceStore:
     """A bounded in-memory ``TraceStore``: the oldest traces go past ``retention``."""
 

@@ -8,6 +8,7 @@ from typing import Any
 
 from rich.text import Text
 
+from memory_orchestrator.domain.trace import omitted_count
 from memory_orchestrator.entrypoints.cli import output as out
 
 #: Signals shown in the breakdown table, in formula order; others are appended as found.
@@ -142,9 +143,9 @@ def show_drops(drops: Sequence[Any]) -> None:
     """Dropped candidates counted by stage and reason (the reason's words before any number)."""
     counts: Counter[tuple[str, str]] = Counter()
     for drop in drops:
-        if isinstance(drop, Mapping) and "omitted" in drop:
+        if omitted_count(drop):
             # a basic trace keeps the first drops only and says how many it left out
-            counts[("...", "more, not listed in a basic trace")] += int(drop["omitted"])
+            counts[("...", "more, not listed in a basic trace")] += omitted_count(drop)
         elif isinstance(drop, Mapping):
             reason = str(drop.get("reason", "")).split(":")[0]
             counts[(str(drop.get("stage", "?")), reason)] += 1

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 import anyio
 
+from memory_orchestrator.domain.trace import full_length
 from memory_orchestrator.entrypoints.mcp.auth import Caller
 from memory_orchestrator.ports import BackendUnavailable, Clock, MemoryBackend, NotFound
 
@@ -209,8 +210,7 @@ def candidate_counts(document: Mapping[str, Any]) -> dict[str, int]:
     for name, (stage, key) in picks.items():
         entries = (stages.get(stage) or {}).get(key)
         if isinstance(entries, list):
-            omitted = sum(int(e.get("omitted", 0)) for e in entries if isinstance(e, dict) and "omitted" in e)
-            counts[name] = len(entries) + omitted - (1 if omitted else 0)
+            counts[name] = full_length(entries)
     return counts
 
 

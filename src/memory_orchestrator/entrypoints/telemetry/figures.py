@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from memory_orchestrator.domain.trace import full_length
+
 #: Operations that run the read pipeline (their traces have retrieval, expansion and dedup stages).
 READS = frozenset({"search", "context", "expand"})
 
@@ -44,14 +46,6 @@ class TraceFigures:
         return round(sum(self.stages_ms.values()), 3)
 
 
-def counted(entries: Any) -> int:
-    """Length of a trace list, counting the entries a ``basic`` trace left out (``{"omitted": n}``)."""
-    if not isinstance(entries, list):
-        return 0
-    omitted = sum(int(e["omitted"]) for e in entries if isinstance(e, dict) and "omitted" in e)
-    return len(entries) + omitted - (1 if omitted else 0)
-
-
 def figures_of(document: Mapping[str, Any]) -> TraceFigures:
     """The figures of one trace document (tolerant: a missing part is simply absent)."""
     stages: Mapping[str, Any] = document.get("stages") or {}
@@ -60,7 +54,7 @@ def figures_of(document: Mapping[str, Any]) -> TraceFigures:
     channels: dict[str, int] = {}
     for key, hits in (retrieval.get("lists") or {}).items():
         channel = str(key).split("#", 1)[0]
-        channels[channel] = channels.get(channel, 0) + counted(hits)
+        channels[channel] = channels.get(channel, 0) + full_length(hits)
     dedup = stages.get("dedup")
     merged = sum(1 for drop in document.get("drops") or () if drop.get("stage") == "dedup")
     cache = stages.get("cache")
@@ -70,9 +64,9 @@ def figures_of(document: Mapping[str, Any]) -> TraceFigures:
         store=document.get("store"),
         stages_ms={str(stage): float(ms) for stage, ms in timings.items()},
         channel_candidates=channels,
-        recall_depth=counted(retrieval["fused"]) if "fused" in retrieval else None,
+        recall_depth=full_length(retrieval["fused"]) if "fused" in retrieval else None,
         expanded=expansion is not None and "added" in expansion,
-        expansion_added=counted((expansion or {}).get("added")),
+        expansion_added=full_length((expansion or {}).get("added")),
         dedup_in=None if dedup is None else int(dedup.get("kept", 0)) + merged,
         dedup_merged=merged if dedup is not None else 0,
         cache=None if cache is None else ("hit" if cache.get("hit") else "miss"),
