@@ -200,14 +200,15 @@ async def _fallbacks(
     channels: Sequence[RetrievalChannel],
 ) -> RetrievalOutcome | None:
     """When nothing matched: the window's own memories, then any time (for an inferred window)."""
-    if filtering_window(plan, request) is not None and plan.strategy != "episodic":
+    windowed = filtering_window(plan, request) is not None
+    if windowed and plan.strategy != "episodic":
         recent = await retrieve_recent(
             backend, filters=filters, now=request.now, limit=request.keep, config=config
         )
         if recent.candidates:
             trace.warn("no memory in the time window matches the query words; showing the window's memories")
             return recent
-    if filtering_window(plan, request) is not None and request.overrides.time_window is None:
+    if windowed and request.overrides.time_window is None:
         # The window was read from the text and may be wrong; an empty answer helps nobody.
         trace.warn("no memories in the time window read from the query; showing results from any time")
         found = await _retrieve_once(backend, plan, request.filters, request, config, channels)
