@@ -206,12 +206,6 @@ async def strongest(
     return await _hop(db, frontier, kinds, set(ids), filters, limit, 1, ranking)
 
 
-async def _active_ids(db: aiosqlite.Connection, ids: Sequence[str]) -> list[str]:
-    sql = "SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(?)) AND deleted_at IS NULL"
-    active = {str(row[0]) for row in await db.execute_fetchall(sql, (json.dumps(list(ids)),))}
-    return [memory_id for memory_id in dict.fromkeys(ids) if memory_id in active]
-
-
 async def neighbors(
     db: aiosqlite.Connection,
     ids: Sequence[str],
@@ -222,7 +216,7 @@ async def neighbors(
 ) -> list[Neighbor]:
     """Breadth-first expansion; one entry per (memory, edge type), strongest first, ties by id."""
     kinds = sorted(kind.value for kind in (set(EdgeType) if edge_types is None else set(edge_types)))
-    frontier = await _active_ids(db, ids)
+    frontier = list(dict.fromkeys(ids))  # deleted ones reach nothing (see ``_hop``)
     visited = set(ids)
     found: list[Neighbor] = []
     for hop in range(1, hops + 1):
