@@ -9,10 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+import typer.main
 
 from cli_harness import invoke, invoke_json, runner
 from memory_orchestrator.entrypoints.cli import app as cli
-from memory_orchestrator.entrypoints.cli.app import app
+from memory_orchestrator.entrypoints.cli.app import COMMANDS, app, build_app, command_named
 from memory_orchestrator.examples import example_path
 
 pytestmark = pytest.mark.usefixtures("isolated")
@@ -183,11 +184,12 @@ def test_commands_of_other_modules_are_mounted_when_present_and_skipped_when_mis
     help_text = invoke("--help").stdout
     for command in ("serve", "eval", "bench", "search", "demo"):
         assert command in help_text
-    before = len(cli.app.registered_commands)
-    cli._mount_optional("cli_not_written_yet", "app", "ghost", group=True)
-    cli._mount_optional("cli.evaluate", "no_such_attribute", "ghost", group=False)
-    assert len(cli.app.registered_commands) == before
-    assert "ghost" not in invoke("--help").stdout
+    whole = cli.build_app()
+    before = len(whole.registered_commands)
+    cli._mount_optional(whole, "cli_not_written_yet", "app", "ghost", group=True)
+    cli._mount_optional(whole, "cli.evaluate", "no_such_attribute", "ghost", group=False)
+    assert len(whole.registered_commands) == before
+    assert "ghost" not in typer.main.get_command(whole).commands
 
 
 def test_import_of_a_folder_of_stores_fills_one_store_each(tmp_path: Path) -> None:
@@ -300,3 +302,52 @@ def test_the_console_script_answers_version_without_importing_the_cli() -> None:
     lines = result.stdout.splitlines()
     assert lines[0].startswith("orchestrator ")
     assert lines[1] == "[]"
+
+
+def test_start_up_imports_pause_the_garbage_collector_and_freeze_what_they_made() -> None:
+    probe = (
+        "import gc; from memory_orchestrator.entrypoints.cli.console import imports_without_gc\n"
+        "with imports_without_gc():\n"
+        "    inside = gc.isenabled()\n"
+        "    with imports_without_gc():\n"
+        "        import json\n"
+        "    nested = gc.isenabled()\n"
+        "print(inside, nested, gc.isenabled(), gc.get_freeze_count() > 0)\n"
+        "gc.disable()\n"
+        "with imports_without_gc():\n"
+        "    pass\n"
+        "print(gc.isenabled())\n"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    # paused inside (also after a nested use), collecting again after, its objects frozen; a
+    # collector the caller had turned off stays off
+    assert result.stdout.split() == ["False", "False", "True", "True", "False"]
+
+
+def test_the_command_table_names_every_command_the_cli_mounts() -> None:
+    mounted = set(typer.main.get_command(build_app()).commands)
+    assert mounted == {name for names in COMMANDS.values() for name in names}
+
+
+@pytest.mark.parametrize(
+    ("args", "command"),
+    [
+        (["serve", "--http"], "serve"),
+        (["--store", "serve", "search", "x"], "search"),
+        (["-c", "a.toml", "--log-level", "debug", "trace", "show"], "trace"),
+        (["--version"], None),
+        ([], None),
+    ],
+)
+def test_the_command_word_is_found_after_global_options_and_their_values(
+    args: list[str], command: str | None
+) -> None:
+    assert command_named(args) == command
+
+
+def test_a_command_run_mounts_only_its_own_module_and_help_mounts_all() -> None:
+    assert set(typer.main.get_command(build_app("serve")).commands) == {"serve"}
+    assert set(typer.main.get_command(build_app("search")).commands) == set(COMMANDS["pipeline"])
+    assert len(typer.main.get_command(build_app("no-such-command")).commands) == len(
+        [name for names in COMMANDS.values() for name in names]
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import enum
 import importlib
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated
 
@@ -18,11 +19,6 @@ import typer
 from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 
 from memory_orchestrator import __version__
-from memory_orchestrator.entrypoints.cli import admin as cli_admin
-from memory_orchestrator.entrypoints.cli import demo as cli_demo
-from memory_orchestrator.entrypoints.cli import pipeline as cli_pipeline
-from memory_orchestrator.entrypoints.cli import stats as cli_stats
-from memory_orchestrator.entrypoints.cli import store as cli_store
 from memory_orchestrator.entrypoints.cli.state import CliState
 
 
@@ -35,22 +31,12 @@ class LogLevel(enum.StrEnum):
     ERROR = "error"
 
 
-app = typer.Typer(
-    name="orchestrator",
-    help="Memory orchestration for AI agents: plan, retrieve, expand, rank, pack and explain.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-
-
 def _print_version(value: bool) -> None:
     if value:
         typer.echo(f"orchestrator {__version__}")
         raise typer.Exit()
 
 
-@app.callback()
 def main_options(
     ctx: typer.Context,
     config: Annotated[
@@ -84,7 +70,63 @@ def main_options(
     )
 
 
-def _mount_optional(module_name: str, attribute: str, command: str, *, group: bool) -> None:
+#: The commands each CLI module mounts: a run imports only the module of the command it names (so
+#: ``serve`` does not load the tables and progress bars of the others); help, or a word that names no
+#: command, mounts them all. ``evaluate`` and ``serve`` are mounted only if they import (they pull in
+#: the evaluation stack and the MCP SDK, optional for the rest of the CLI).
+COMMANDS: dict[str, tuple[str, ...]] = {
+    "store": ("remember", "link", "recall", "get", "forget", "health", "import"),
+    "pipeline": ("search", "context", "expand", "explain", "write", "trace"),
+    "admin": ("plugins", "config"),
+    "demo": ("demo",),
+    "stats": ("stats",),
+    "evaluate": ("eval", "bench"),
+    "serve": ("serve",),
+}
+#: Global options that take a value (the word after them is not the command).
+_VALUED_OPTIONS = frozenset({"--config", "-c", "--backend", "-b", "--store", "--log-level"})
+
+
+def command_named(args: Sequence[str]) -> str | None:
+    """The command word of a command line (``args`` without the program), or None (none given)."""
+    takes_value = False
+    for word in args:
+        if takes_value:
+            takes_value = False
+        elif word.startswith("-"):
+            takes_value = word in _VALUED_OPTIONS
+        else:
+            return word
+    return None
+
+
+def build_app(command: str | None = None) -> typer.Typer:
+    """The CLI with the module of ``command`` mounted, or every module (``None`` or an unknown word)."""
+    cli = typer.Typer(
+        name="orchestrator",
+        help="Memory orchestration for AI agents: plan, retrieve, expand, rank, pack and explain.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+    cli.callback()(main_options)
+    modules = [module for module, names in COMMANDS.items() if command in names] or list(COMMANDS)
+    for module in modules:
+        _mount(cli, module)
+    return cli
+
+
+def _mount(cli: typer.Typer, module: str) -> None:
+    if module == "evaluate":
+        _mount_optional(cli, "cli.evaluate", "app", "eval", group=True)
+        _mount_optional(cli, "cli.evaluate", "bench", "bench", group=False)
+    elif module == "serve":
+        _mount_optional(cli, "cli.serve", "serve", "serve", group=False)
+    else:
+        importlib.import_module(f"memory_orchestrator.entrypoints.cli.{module}").register(cli)
+
+
+def _mount_optional(cli: typer.Typer, module_name: str, attribute: str, command: str, *, group: bool) -> None:
     # Written by other engineers; a missing or broken module must not take the whole CLI down.
     try:
         module = importlib.import_module(f"memory_orchestrator.entrypoints.{module_name}")
@@ -92,25 +134,24 @@ def _mount_optional(module_name: str, attribute: str, command: str, *, group: bo
     except (ImportError, AttributeError):
         return
     if group:
-        app.add_typer(target, name=command)
+        cli.add_typer(target, name=command)
     else:
-        app.command(command)(target)
+        cli.command(command)(target)
 
 
-cli_store.register(app)
-cli_pipeline.register(app)
-cli_admin.register(app)
-cli_demo.register(app)
-cli_stats.register(app)
-_mount_optional("cli.evaluate", "app", "eval", group=True)
-_mount_optional("cli.evaluate", "bench", "bench", group=False)
-_mount_optional("cli.serve", "serve", "serve", group=False)
+def __getattr__(name: str) -> typer.Typer:
+    # ``app``, the whole CLI (for tests and embedding), is built on first use: the console script
+    # builds only what its command needs (``main``)
+    if name != "app":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    whole = globals()["app"] = build_app()
+    return whole
 
 
 def main() -> None:
     """Console-script entry point: a usage mistake is one line on stderr and exit code 2."""
     try:
-        code = app(standalone_mode=False)
+        code = build_app(command_named(sys.argv[1:]))(standalone_mode=False)
     except NoArgsIsHelpError:
         code = 2  # a group called without a command: its help is already printed
     except UsageError as exc:
