@@ -40,6 +40,25 @@ async def test_open_runtime_wires_a_working_pipeline_with_persistent_traces(tmp_
 
 
 @pytest.mark.anyio
+async def test_a_cached_read_sees_a_write_made_by_another_runtime_on_the_same_store() -> None:
+    # two runtimes on one SQLite file stand for two server processes (HTTP workers) or a server and
+    # the CLI: a write through one must reach the next identical read through the other
+    settings = load_settings()
+    async with open_runtime(settings) as server, open_runtime(settings) as other:
+        await server.backend.remember(NewMemory("Atlas moved to Kubernetes"))
+        first = await server.orchestrator.search(SearchRequest(query="Atlas"))
+        again = await server.orchestrator.search(SearchRequest(query="Atlas"))
+        assert "cache" in (await server.orchestrator.trace(again.trace_id))["stages"]
+        await other.backend.remember(NewMemory("Atlas moved back to Nomad"))
+        after = await server.orchestrator.search(SearchRequest(query="Atlas"))
+    assert len(first.items) == 1
+    assert sorted(item.content for item in after.items) == [
+        "Atlas moved back to Nomad",
+        "Atlas moved to Kubernetes",
+    ]
+
+
+@pytest.mark.anyio
 async def test_store_option_opens_another_namespace() -> None:
     settings = load_settings()
     async with open_runtime(settings, store="team-a") as runtime:

@@ -12,6 +12,9 @@ import pytest
 
 from memory_orchestrator.adapters.mnemon import MnemonBackend, create_backend
 from memory_orchestrator.adapters.mnemon.cli import CliTransport
+from memory_orchestrator.domain.orchestrator import Orchestrator
+from memory_orchestrator.domain.read_cache import ReadCache
+from memory_orchestrator.domain.requests import SearchRequest
 from memory_orchestrator.ports import (
     BackendRejected,
     InvalidRequest,
@@ -246,3 +249,23 @@ async def test_mnemon_bulk_writes_build_the_same_graph_as_one_by_one(mnemon_env:
         single_edges = await _edges_by_content(single, [result.id for result in one])
     assert len(bulk_edges) > 20
     assert bulk_edges == single_edges
+
+
+async def test_a_cached_read_sees_a_memory_an_agent_stored_with_mnemon_itself(
+    mnemon_env: dict[str, str],
+) -> None:
+    # agents write to Mnemon with its own CLI, past us: the read cache watches Mnemon's file
+    async with _backend(mnemon_env) as backend:
+        await backend.remember(NewMemory("The Atlas launch moved to April"))
+        cache = ReadCache(60)
+        cache.watch(backend.store_version)
+        orchestrator = Orchestrator(backend, cache=cache)
+        first = await orchestrator.search(SearchRequest("Atlas launch"))
+        again = await orchestrator.search(SearchRequest("Atlas launch"))
+        assert "cache" in (await orchestrator.trace(again.trace_id))["stages"]
+        version = backend.store_version()
+        await _raw(mnemon_env).call(["remember", "--", "The Atlas launch review is on Friday"])
+        assert backend.store_version() != version
+        after = await orchestrator.search(SearchRequest("Atlas launch"))
+    assert len(first.items) == 1
+    assert "The Atlas launch review is on Friday" in [item.content for item in after.items]

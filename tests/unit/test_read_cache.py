@@ -121,13 +121,50 @@ async def test_context_is_cached_per_budget_and_a_zero_ttl_caches_nothing() -> N
 
 def test_an_answer_computed_across_a_write_is_not_kept() -> None:
     cache = ReadCache(10, clock=Ticks())
-    generation = cache.generation
+    stamp = cache.stamp()
     cache.invalidate()  # a write landed while the read ran
-    cache.put("k", "stale", "tr-1", generation=generation)
+    cache.put("k", "stale", "tr-1", stamp=stamp)
     assert cache.get("k") is None
-    cache.put("k", "fresh", "tr-2", generation=cache.generation)
+    cache.put("k", "fresh", "tr-2", stamp=cache.stamp())
     hit = cache.get("k")
     assert hit is not None and hit.value == "fresh"
+
+
+class Version:
+    """A store version the test changes by hand (None: unreadable)."""
+
+    def __init__(self) -> None:
+        self.value: int | None = 1
+
+    def __call__(self) -> int | None:
+        return self.value
+
+
+def test_a_watched_store_changed_by_someone_else_is_read_again() -> None:
+    cache, version = ReadCache(10, clock=Ticks()), Version()
+    cache.watch(version)
+    cache.put("k", "answer", "tr-1", stamp=cache.stamp())
+    assert cache.get("k") is not None
+    version.value = 2  # another process committed: no write went through us
+    assert cache.get("k") is None
+    stamp = cache.stamp()
+    version.value = 3  # ... and again while the next read ran: its answer is dropped on first use
+    cache.put("k", "already old", "tr-2", stamp=stamp)
+    assert cache.get("k") is None
+    cache.put("k", "current", "tr-3", stamp=cache.stamp())
+    hit = cache.get("k")
+    assert hit is not None and hit.value == "current"
+
+
+def test_an_unreadable_store_version_caches_nothing() -> None:
+    cache, version = ReadCache(10, clock=Ticks()), Version()
+    cache.watch(version)
+    cache.put("k", "answer", "tr-1", stamp=cache.stamp())
+    version.value = None
+    assert cache.get("k") is None
+    cache.put("k", "answer", "tr-2", stamp=cache.stamp())
+    version.value = 1
+    assert cache.get("k") is None  # nothing was kept without a version
 
 
 @pytest.mark.anyio

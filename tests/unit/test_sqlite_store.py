@@ -19,6 +19,7 @@ from memory_orchestrator.ports import (
     FixedClock,
     InvalidRequest,
     NewMemory,
+    RecallQuery,
     TraceStore,
 )
 
@@ -215,3 +216,20 @@ async def test_a_database_locked_by_another_writer_gives_unavailable_and_no_chan
             holder.close()
         assert await backend.recent() == []
         assert (await backend.remember(NewMemory("after the lock"))).action.value == "added"
+
+
+@pytest.mark.anyio
+async def test_the_store_version_changes_with_every_commit_by_anyone_and_only_then(tmp_path: Path) -> None:
+    path = tmp_path / "versions.db"
+    async with SqliteBackend(path) as backend:
+        start = backend.store_version()
+        assert start is not None and backend.store_version() == start  # reading changes nothing
+        await backend.recall(RecallQuery("anything"))
+        assert backend.store_version() == start
+        await backend.remember(NewMemory("our own write"))
+        ours = backend.store_version()
+        assert ours != start
+        async with SqliteBackend(path) as other:  # as another process would
+            await other.remember(NewMemory("their write"))
+        assert backend.store_version() not in (start, ours)
+    assert backend.store_version() is None  # closed: unknown

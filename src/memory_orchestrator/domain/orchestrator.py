@@ -248,12 +248,12 @@ class Orchestrator:
         if hit is not None:
             cached: R = await self._from_cache(operation, document, hit, cache.ttl_s)
             return cached
-        generation = cache.generation
+        stamp = cache.stamp()
         result = await compute(request, "miss")
         if not result.warnings:
             # A degraded answer (a channel failed or timed out, a fallback was used) is not kept:
             # the next identical read must see the store as it is once it has recovered.
-            cache.put(key, result, result.trace_id, generation=generation)
+            cache.put(key, result, result.trace_id, stamp=stamp)
         return result
 
     async def _from_cache(

@@ -11,6 +11,7 @@ from memory_orchestrator.ports.backend import (
     MemoryBackend,
     RankedNeighbors,
     ScorerFactory,
+    VersionedStore,
     remember_all,
 )
 from memory_orchestrator.ports.channels import (
@@ -120,6 +121,7 @@ __all__ = [
     "TraceStore",
     "VectorPage",
     "VectorStore",
+    "VersionedStore",
     "WriteAction",
     "WriteResult",
     "ensure_utc",

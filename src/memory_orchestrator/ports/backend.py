@@ -166,6 +166,17 @@ class RankedNeighbors(Protocol):
         ...
 
 
+@runtime_checkable
+class VersionedStore(Protocol):
+    """A backend that can tell, cheaply, whether anyone has changed its store (for read caches)."""
+
+    def store_version(self) -> int | None:
+        """A number that changes whenever anyone (this process or another) commits a change to the
+        store; None when it cannot be read now. Called on every cached read: synchronous, no I/O
+        that can block, microseconds."""
+        ...
+
+
 async def remember_all(backend: MemoryBackend, memories: Sequence[NewMemory]) -> list[WriteResult]:
     """Store ``memories`` in order: the backend's bulk path when it offers one, else one by one.
 

@@ -59,6 +59,7 @@ from memory_orchestrator.ports import (
     ensure_utc,
 )
 from memory_orchestrator.ports.autolinks import link_candidates, sketch
+from memory_orchestrator.ports.commit_counter import CommitCounter
 from memory_orchestrator.ports.text import content_hash
 from memory_orchestrator.ports.validation import (
     validate_edge,
@@ -102,6 +103,8 @@ class MnemonBackend(AsyncLifecycle):
         self.lock_path = sidecar / f"{store}.lock"
         self.metadata = MetadataFile(sidecar / f"{store}.metadata.db")
         self.reader = StoreReader(self.db_path)
+        #: Changes with every commit to Mnemon's file, by anyone (an agent's own ``mnemon remember``).
+        self._commits = CommitCounter(self.db_path)
         self._snap = Snapshot()
         self._opened = False
         self.clock = SystemClock()
@@ -127,13 +130,20 @@ class MnemonBackend(AsyncLifecycle):
                 if not self.db_path.is_file():
                     await self.transport.call(["store", "create", self.store])
         await asyncio.to_thread(self.reader.open)
+        await asyncio.to_thread(self._commits.open)
         self._opened = True
         await self._refresh()
 
     async def aclose(self) -> None:
-        """Close the read-only connection. Idempotent."""
+        """Close the read-only connections. Idempotent."""
         self._opened = False
         self.reader.close()
+        self._commits.close()
+
+    def store_version(self) -> int | None:
+        """Mnemon's file's commit counter: it changes with every write by anyone, Mnemon's own CLI
+        included (``ports.VersionedStore``); the adapter re-reads its snapshot on the same signal."""
+        return self._commits.read()
 
     async def _refresh(self) -> Snapshot:
         if self.reader.changed():

@@ -52,6 +52,7 @@ from memory_orchestrator.ports import (
     parse_timestamp,
 )
 from memory_orchestrator.ports.autolinks import entities_for, plan_links, sketch
+from memory_orchestrator.ports.commit_counter import CommitCounter
 from memory_orchestrator.ports.recall import fuse_recall
 from memory_orchestrator.ports.text import (
     content_hash,
@@ -103,6 +104,8 @@ class SqliteBackend(AsyncLifecycle):
         self._bulk_lock = threading.Lock()
         #: Opened read-only because the store cannot be written (see ``open``).
         self.read_only = False
+        #: Watches the file's commit counter while open (for the read cache).
+        self._version: CommitCounter | None = None
 
     @property
     def capabilities(self) -> Capabilities:
@@ -130,6 +133,13 @@ class SqliteBackend(AsyncLifecycle):
             with self._translated(f"open {self.path} read-only (after: {exc})"):
                 self._db = await self._connect_read_only()
             self.read_only = True
+        self._version = CommitCounter(self.path, immutable=self.read_only)
+        with self._translated(f"open {self.path}"):
+            self._version.open()
+
+    def store_version(self) -> int | None:
+        """The file's commit counter: it changes with every commit by anyone (``ports.VersionedStore``)."""
+        return None if self._version is None else self._version.read()
 
     async def _connect_writable(self) -> aiosqlite.Connection:
         db = await aiosqlite.connect(self.path, isolation_level=None)
@@ -164,6 +174,9 @@ class SqliteBackend(AsyncLifecycle):
     async def aclose(self) -> None:
         """Close the connections. Idempotent."""
         db, self._db = self._db, None
+        if self._version is not None:
+            self._version.close()
+            self._version = None
         if self._bulk is not None:
             await asyncio.to_thread(self._close_bulk)
         if db is not None:

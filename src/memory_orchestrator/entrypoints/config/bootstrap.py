@@ -25,6 +25,7 @@ from memory_orchestrator.ports import (
     RetrievalChannel,
     Scorer,
     TraceStore,
+    VersionedStore,
 )
 from memory_orchestrator.ports.notifying import NotifyingBackend
 from memory_orchestrator.ports.retrying import RetryingBackend, RetryPolicy
@@ -180,6 +181,8 @@ async def open_runtime(
                 traces = None
         cache = build_read_cache(settings)
         if cache is not None:  # every write through this runtime clears the store's cached reads
+            if isinstance(backend, VersionedStore):  # ... and a write by anyone else is seen too
+                cache.watch(backend.store_version)
             backend = NotifyingBackend(backend, cache.invalidate)
         observed = observed_traces(settings, traces, store or settings.store_name(), observer)
         orchestrator = build_orchestrator(settings, backend, scorers, observed, channels, cache)
