@@ -24,7 +24,8 @@ BACKENDS = [
     pytest.param("mcp_kg", id="mcp_kg", marks=pytest.mark.integration),
 ]
 
-BackendMaker = Callable[[], MemoryBackend]
+#: Makes an unopened backend on the test's store, or on another store when given its name.
+BackendMaker = Callable[..., MemoryBackend]
 
 
 def at(days: float = 0, hours: float = 0) -> datetime:
@@ -34,44 +35,48 @@ def at(days: float = 0, hours: float = 0) -> datetime:
 
 @pytest.fixture(params=BACKENDS)
 def make_backend(request: pytest.FixtureRequest, tmp_path: Path) -> BackendMaker:
-    """A factory of unopened backends of one kind, all on the same store (to test reopening)."""
+    """A factory of unopened backends of one kind, all on the same store (to test reopening) unless
+    the call names another store."""
     kind: str = request.param
-    store = f"t{uuid.uuid4().hex[:12]}"
-    options: dict[str, Any]
+    test_store = f"t{uuid.uuid4().hex[:12]}"
     if kind == "memory":
         from memory_orchestrator.adapters.memory import create_backend as create_memory
 
-        shared = create_memory({})
-        return lambda: shared
+        shared = {test_store: create_memory({})}
+        return lambda store=test_store: shared.setdefault(store, create_memory({}))
     if kind == "sqlite":
         from memory_orchestrator.adapters.sqlite import create_backend as create_sqlite
 
-        options = {"path": str(tmp_path / "memories.db"), "store": store}
-        return lambda: create_sqlite(options)
+        path = str(tmp_path / "memories.db")
+        return lambda store=test_store: create_sqlite({"path": path, "store": store})
     if kind == "mnemon":
         from memory_orchestrator.adapters.mnemon import create_backend as create_mnemon
         from services.mnemon.fixture import mnemon_options
 
         env = request.getfixturevalue("mnemon_env")
-        options = mnemon_options(env, store)
-        return lambda: create_mnemon(options)
+        return lambda store=test_store: create_mnemon(mnemon_options(env, store))
     if kind == "mcp_kg":
         from memory_orchestrator.adapters.mcp_kg import create_backend as create_kg
 
         server = request.getfixturevalue("kg_server")
-        options = {"server": server.script, "memory_file": str(tmp_path / f"{store}.jsonl"), "timeout_s": 30}
-        return lambda: create_kg(options)
+
+        def kg_options(store: str) -> dict[str, Any]:
+            return {"server": server.script, "memory_file": str(tmp_path / f"{store}.jsonl"), "timeout_s": 30}
+
+        return lambda store=test_store: create_kg(kg_options(store))
     service = request.getfixturevalue("neo4j_service")
     from memory_orchestrator.adapters.neo4j import create_backend as create_neo4j
 
-    options = {
-        "uri": service.uri,
-        "user": service.user,
-        "password": service.password,
-        "database": service.database,
-        "store": store,
-    }
-    return lambda: create_neo4j(options)
+    def neo4j_options(store: str) -> dict[str, Any]:
+        return {
+            "uri": service.uri,
+            "user": service.user,
+            "password": service.password,
+            "database": service.database,
+            "store": store,
+        }
+
+    return lambda store=test_store: create_neo4j(neo4j_options(store))
 
 
 @pytest.fixture

@@ -281,18 +281,22 @@ class StoreReader:
         return [str(target) for target, meta in rows if _json_map(meta).get(REPLACES_KEY) == target]
 
     def edge_counts(self, ids: Sequence[str]) -> dict[str, Counter[str]]:
-        """Per memory, how many other memories each edge type joins it to (one query)."""
+        """Per memory of ``ids`` (in write order), how many other memories each edge type joins it to
+        (one query), leaving out the memories of ``ids`` written after it: those edges were made by
+        the later write, and a batch reports each edge once, as one write at a time does."""
+        order = {memory_id: position for position, memory_id in enumerate(ids)}
         rows = self._rows(
-            "SELECT id, edge_type, count(DISTINCT other) FROM ("
+            "SELECT DISTINCT id, other, edge_type FROM ("
             "SELECT source_id AS id, target_id AS other, edge_type FROM edges "
             "WHERE source_id IN (SELECT value FROM json_each(?)) UNION ALL "
             "SELECT target_id, source_id, edge_type FROM edges "
-            "WHERE target_id IN (SELECT value FROM json_each(?))) GROUP BY id, edge_type",
+            "WHERE target_id IN (SELECT value FROM json_each(?)))",
             (json.dumps(list(ids)), json.dumps(list(ids))),
         )
         counts: dict[str, Counter[str]] = defaultdict(Counter)
-        for memory_id, kind, count in rows:
-            counts[str(memory_id)][str(kind)] = int(count)
+        for memory_id, other, kind in rows:
+            if order.get(str(other), -1) < order[str(memory_id)]:
+                counts[str(memory_id)][str(kind)] += 1
         return counts
 
     def memory_count(self) -> tuple[int, int]:

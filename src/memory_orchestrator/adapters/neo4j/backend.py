@@ -72,9 +72,9 @@ class Neo4jBackend(AsyncLifecycle):
 
     @property
     def capabilities(self) -> Capabilities:
-        """Native keyword (Lucene) search, recall, neighbours ranked in the store, filters, change log;
-        no vectors."""
-        return Capabilities(vector_search=False, intent_recall=False, ranked_neighbors=True)
+        """Native keyword (Lucene) search, recall, neighbours ranked in the store, filters, change log,
+        a batch of writes in one transaction; no vectors."""
+        return Capabilities(vector_search=False, intent_recall=False, bulk_writes=True, ranked_neighbors=True)
 
     async def open(self) -> None:
         """Connect and create the schema (idempotent)."""
@@ -87,6 +87,10 @@ class Neo4jBackend(AsyncLifecycle):
     async def remember(self, memory: NewMemory) -> WriteResult:
         """Store a memory with exact dedup and the shared automatic edges."""
         return await self._writer.remember(memory)
+
+    async def remember_many(self, memories: Sequence[NewMemory]) -> list[WriteResult]:
+        """Store ``memories`` in order in one transaction, each exactly as ``remember`` would."""
+        return await self._writer.remember_many(memories)
 
     async def link(self, edge: Edge) -> Edge:
         """Create or replace a typed edge between two active memories."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from neo4j import AsyncDriver, AsyncGraphDatabase, AsyncManagedTransaction, AsyncTransaction
 from neo4j import exceptions as neo4j_errors
@@ -16,6 +16,32 @@ from memory_orchestrator.ports import BackendRejected, BackendUnavailable
 
 T = TypeVar("T")
 Rows = list[dict[str, Any]]
+
+
+class Statements(Protocol):
+    """Runs one statement and returns its rows: a :class:`CypherRunner` (each in a transaction of its
+    own) or :class:`InTransaction` (all in one)."""
+
+    async def read(self, query: str, **params: Any) -> Rows:
+        """The rows of one read statement."""
+        ...
+
+    async def write(self, query: str, **params: Any) -> Rows:
+        """The rows of one write statement."""
+        ...
+
+
+class InTransaction:
+    """Statements run in one open transaction (its reads see its own earlier writes)."""
+
+    def __init__(self, tx: AsyncManagedTransaction) -> None:
+        self.tx = tx
+
+    async def read(self, query: str, **params: Any) -> Rows:
+        """The rows of one statement in the transaction."""
+        return await (await self.tx.run(query, params)).data()
+
+    write = read
 
 
 class UniquenessConflict(BackendRejected):

@@ -3,15 +3,19 @@
 The edge rules are the shared pure functions of ``ports.autolinks``, so a Neo4j store builds the same
 graph as every other backend from the same writes. ``remember`` costs two round trips: one read that
 gathers every link candidate, one write that creates the node, its entities, its edges and its change.
+``remember_many`` makes the same two statements per memory, all in one transaction.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from neo4j import AsyncManagedTransaction
 
 from memory_orchestrator.adapters.neo4j import cypher
 from memory_orchestrator.adapters.neo4j.rows import (
@@ -25,7 +29,13 @@ from memory_orchestrator.adapters.neo4j.rows import (
     sketch_from_node,
     uid,
 )
-from memory_orchestrator.adapters.neo4j.runner import CypherRunner, UniquenessConflict, next_sequence
+from memory_orchestrator.adapters.neo4j.runner import (
+    CypherRunner,
+    InTransaction,
+    Statements,
+    UniquenessConflict,
+    next_sequence,
+)
 from memory_orchestrator.ports import (
     BackendRejected,
     Edge,
@@ -66,6 +76,32 @@ class MemoryWriter:
     async def remember(self, memory: NewMemory) -> WriteResult:
         """Store ``memory`` unless an identical active one exists (with dedup); add its edges."""
         validate_new_memory(memory)
+        try:
+            return await self._remember_with(self.runner, memory)
+        except UniquenessConflict:
+            return await self._concurrent_duplicate(memory)
+
+    async def remember_many(self, memories: Sequence[NewMemory]) -> list[WriteResult]:
+        """Store ``memories`` in order in one transaction, each exactly as ``remember`` would: its
+        candidate read sees the batch's earlier memories (a transaction reads its own writes), so
+        dedup and edges are the same. Every memory is validated first; a failure stores none."""
+        for memory in memories:
+            validate_new_memory(memory)
+        if not memories:
+            return []
+
+        async def work(tx: AsyncManagedTransaction) -> list[WriteResult]:
+            statements = InTransaction(tx)
+            return [await self._remember_with(statements, memory) for memory in memories]
+
+        try:
+            return await self.runner.write_tx(work)
+        except UniquenessConflict:
+            # A concurrent writer stored one of these first and the batch was rolled back: one at a
+            # time, each such memory is then answered as the duplicate it now is.
+            return [await self.remember(memory) for memory in memories]
+
+    async def _remember_with(self, statements: Statements, memory: NewMemory) -> WriteResult:
         now = datetime.now(UTC)
         created_at = ensure_utc(memory.created_at) if memory.created_at else now
         entities = entities_for(memory)
@@ -77,7 +113,7 @@ class MemoryWriter:
             tokens=frozenset(tokenize(memory.content)),
             entities=frozenset(name.casefold() for name in entities),
         )
-        found = (await self.runner.read(cypher.LINK_CANDIDATES, **self._candidate_params(memory, new)))[0]
+        found = (await statements.read(cypher.LINK_CANDIDATES, **self._candidate_params(memory, new)))[0]
         if memory.dedup and found["duplicate"]:
             return _skipped(found["duplicate"][0])
         entities = entities_for(memory, {key: name for key, name in found["known"]})
@@ -85,18 +121,15 @@ class MemoryWriter:
         pool = [sketch_from_node(node) for key in _CANDIDATE_LISTS for node in found[key]]
         counts = {key: int(count) for key, count in found["counts"]}
         edges = plan_edges(new, pool, at=now, entity_counts=counts, limits=self.limits)
-        try:
-            await self.runner.write(
-                cypher.CREATE_MEMORY,
-                store=self.store,
-                props=memory_properties(self.store, new.id, memory, entities, created_at, now),
-                entities=entity_params(self.store, entities),
-                edges=[edge_params(self.store, edge, now) for edge in edges],
-                seq=next_sequence(),
-                written_at=micros(now),
-            )
-        except UniquenessConflict:
-            return await self._concurrent_duplicate(memory)
+        await statements.write(
+            cypher.CREATE_MEMORY,
+            store=self.store,
+            props=memory_properties(self.store, new.id, memory, entities, created_at, now),
+            entities=entity_params(self.store, entities),
+            edges=[edge_params(self.store, edge, now) for edge in edges],
+            seq=next_sequence(),
+            written_at=micros(now),
+        )
         return WriteResult(
             id=new.id,
             action=WriteAction.ADDED,
