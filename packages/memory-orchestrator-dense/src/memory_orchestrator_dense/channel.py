@@ -22,11 +22,13 @@ context, so they are embedded again with it.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import time
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -41,6 +43,7 @@ from memory_orchestrator.ports import (
     VectorStore,
     stores_vectors,
 )
+from memory_orchestrator_dense.cache import CachedEmbedder
 from memory_orchestrator_dense.embedder import DIMENSIONS, MiniLmEmbedder
 
 #: Vectors loaded from the backend per round trip.
@@ -237,15 +240,27 @@ def _document(record: MemoryRecord, around: Sequence[MemoryRecord]) -> str | Non
 
 
 def create_channel(options: Mapping[str, Any]) -> DenseChannel:
-    """The registered factory: options ``index_batch`` (memories embedded per search, default 256)
-    and ``threads`` (onnxruntime threads, 0 = its default)."""
-    unknown = sorted(set(options) - {"index_batch", "threads"})
+    """The registered factory: options ``index_batch`` (memories embedded per search, default 256),
+    ``threads`` (onnxruntime threads, 0 = its default) and ``cache_dir`` (a directory for the
+    embedding cache, ``cache.CachedEmbedder``; none by default)."""
+    unknown = sorted(set(options) - {"index_batch", "threads", "cache_dir"})
     if unknown:
         raise InvalidRequest(f"unknown option(s) for the dense channel: {', '.join(unknown)}")
     batch = options.get("index_batch", 256)
     threads = options.get("threads", 0)
+    cache_dir = options.get("cache_dir", "")
     if not isinstance(batch, int) or isinstance(batch, bool) or not 1 <= batch <= 10_000:
         raise InvalidRequest("channels.options.dense.index_batch must be an integer from 1 to 10000")
     if not isinstance(threads, int) or isinstance(threads, bool) or not 0 <= threads <= 64:
         raise InvalidRequest("channels.options.dense.threads must be an integer from 0 to 64")
-    return DenseChannel(MiniLmEmbedder(threads=threads), index_batch=batch)
+    if not isinstance(cache_dir, str):
+        raise InvalidRequest("channels.options.dense.cache_dir must be a directory path (a string)")
+    embedder: Embedder = MiniLmEmbedder(threads=threads)
+    if cache_dir:
+        try:
+            embedder = CachedEmbedder(embedder, Path(cache_dir).expanduser())
+        except (OSError, sqlite3.Error) as exc:
+            raise InvalidRequest(
+                f"channels.options.dense.cache_dir {cache_dir!r} is unusable: {exc}"
+            ) from exc
+    return DenseChannel(embedder, index_batch=batch)
