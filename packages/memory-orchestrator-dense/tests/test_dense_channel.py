@@ -127,9 +127,26 @@ def test_the_entry_point_registers_the_channel_and_options_are_checked() -> None
     assert manager.channels["dense"].plugin == "dense"
     channel = manager.create_channel("dense", {"index_batch": 64})
     assert channel.name == "dense"
-    for bad in ({"index_batch": 0}, {"threads": "four"}, {"model": "x"}):
+    for bad in ({"index_batch": 0}, {"threads": "four"}, {"model": "x"}, {"size": 3}):
         with pytest.raises(InvalidRequest):
             create_channel(bad)
+
+
+def test_another_copy_of_the_model_is_an_option_settings_accept_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory_orchestrator_dense.embedder import model_file
+
+    from memory_orchestrator.entrypoints.config.settings import load_settings
+
+    copy = tmp_path / "model.onnx"
+    copy.write_bytes(model_file().read_bytes())
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ORCHESTRATOR_CHANNELS__OPTIONS__DENSE__MODEL", str(copy))
+    options = load_settings().channels.options["dense"]
+    assert options == {"model": str(copy)}
+    channel = create_channel(options)
+    assert np.allclose(channel.embedder.embed(["Kafka lag"]), MiniLmEmbedder().embed(["Kafka lag"]))
 
 
 QUESTION = "Melanie: What kind of counseling services do you want to pursue?"

@@ -241,9 +241,10 @@ def _document(record: MemoryRecord, around: Sequence[MemoryRecord]) -> str | Non
 
 def create_channel(options: Mapping[str, Any]) -> DenseChannel:
     """The registered factory: options ``index_batch`` (memories embedded per search, default 256),
-    ``threads`` (onnxruntime threads, 0 = its default) and ``cache_dir`` (a directory for the
-    embedding cache, ``cache.CachedEmbedder``; none by default)."""
-    unknown = sorted(set(options) - {"index_batch", "threads", "cache_dir"})
+    ``threads`` (onnxruntime threads, 0 = its default), ``cache_dir`` (a directory for the
+    embedding cache, ``cache.CachedEmbedder``; none by default) and ``model`` (another copy of the
+    same ONNX file; default: the installed wheel's)."""
+    unknown = sorted(set(options) - {"index_batch", "threads", "cache_dir", "model"})
     if unknown:
         raise InvalidRequest(f"unknown option(s) for the dense channel: {', '.join(unknown)}")
     batch = options.get("index_batch", 256)
@@ -255,7 +256,10 @@ def create_channel(options: Mapping[str, Any]) -> DenseChannel:
         raise InvalidRequest("channels.options.dense.threads must be an integer from 0 to 64")
     if not isinstance(cache_dir, str):
         raise InvalidRequest("channels.options.dense.cache_dir must be a directory path (a string)")
-    embedder: Embedder = MiniLmEmbedder(threads=threads)
+    model = options.get("model", "")
+    if not isinstance(model, str) or (model and not Path(model).expanduser().is_file()):
+        raise InvalidRequest(f"channels.options.dense.model must name an existing ONNX file, not {model!r}")
+    embedder: Embedder = MiniLmEmbedder(threads=threads, model=Path(model).expanduser() if model else None)
     if cache_dir:
         try:
             embedder = CachedEmbedder(embedder, Path(cache_dir).expanduser())

