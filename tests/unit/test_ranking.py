@@ -180,33 +180,6 @@ def test_an_entity_most_candidates_carry_boosts_little() -> None:
     assert ranked[0].signals["entity"] == 1.0 and ranked[0].record.source == "Caroline"
 
 
-def test_no_boost_for_a_name_the_best_match_only_addresses() -> None:
-    # An adversarial question names the wrong person: its best match is the other speaker talking
-    # to the named one, and boosting the named one's own turns would push that answer out.
-    answer = Candidate(
-        record("m1", "Thanks, Caroline! This has been great for my mental health.", source="Melanie"),
-        relevance=1.0,
-        ranks={"keyword#0": 1},
-    )
-    asked = Candidate(
-        record("c1", "Wow! What got you into running?", source="Caroline"),
-        relevance=0.9,
-        ranks={"keyword#0": 2},
-    )
-    ranked, _ = rank([asked, answer], context(entities=("Caroline",)), CONFIG)
-    assert [item.record.id for item in ranked] == ["m1", "c1"]
-    assert ranked[1].signals["entity"] == 0.0
-    assert ranked[1].matched == ["Caroline"]  # still matched, only not weighted
-    # when the best match is the named person's own turn, the boost stays
-    own = Candidate(
-        record("c2", "Running has been great for me", source="Caroline"),
-        relevance=1.0,
-        ranks={"keyword#0": 1},
-    )
-    ranked, _ = rank([asked, own, answer], context(entities=("Caroline",)), CONFIG)
-    assert {item.record.id: item.signals["entity"] for item in ranked}["c1"] == 1.0
-
-
 def test_a_name_used_to_address_someone_is_not_an_entity_match() -> None:
     now = datetime(2026, 1, 1, tzinfo=UTC)
 

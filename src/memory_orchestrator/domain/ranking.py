@@ -116,8 +116,6 @@ def rank(
     patterns = [name_pattern(name) for name in context.entities]
     matches = {c.memory_id: matched_entities(c.record, patterns) for c in candidates}
     specificity = entity_specificity(matches, [name for name, _ in patterns])
-    for name in addressee_names(candidates, matches, patterns):
-        specificity[name] = 0.0
     ranked = []
     for candidate in candidates:
         found = matches[candidate.memory_id]
@@ -228,32 +226,6 @@ def entity_specificity(matches: Mapping[str, list[str]], names: Sequence[str]) -
         coverage = sum(1 for found in matches.values() if name in found) / total
         result[name] = max(0.0, min(1.0, 2.0 * (1.0 - coverage)))
     return result
-
-
-def addressee_names(
-    candidates: Sequence[Candidate],
-    matches: Mapping[str, list[str]],
-    patterns: Sequence[tuple[str, re.Pattern[str]]],
-) -> list[str]:
-    """The question's names that its best direct match only addresses ("Thanks, Caroline! Running
-    has been great for my mental health", written by Melanie): they get no entity boost.
-
-    The strongest lexical evidence is then someone talking *to* the named person about the thing
-    asked; the name most likely stands for the other side of that exchange (a question that puts
-    the wrong person in, LoCoMo's adversarial category), and boosting the named person's own turns
-    would push that evidence out. Such a name is still matched, only no longer weighted.
-    """
-    direct = [candidate for candidate in candidates if candidate.ranks]
-    if not direct or not patterns:
-        return []
-    top = min(direct, key=lambda candidate: (-candidate.relevance, candidate.memory_id))
-    content = top.record.content
-    return [
-        name
-        for name, pattern in patterns
-        if name not in matches[top.memory_id]
-        and any(addressed(content, match) for match in pattern.finditer(content))
-    ]
 
 
 def matched_entities(record: MemoryRecord, patterns: Sequence[tuple[str, re.Pattern[str]]]) -> list[str]:
