@@ -254,3 +254,34 @@ async def test_batches_index_the_context_one_write_at_a_time_leaves(tmp_path: Pa
     assert (fts, postings, terms) == indexes(one, [r.id for r in singles])
     assert sum(1 for row in fts if row[2]) > len(fts) // 2
     assert snapshot(many, [r.id for r in bulk]) == snapshot(one, [r.id for r in singles])
+
+
+@pytest.mark.anyio
+async def test_an_entity_not_named_in_the_text_weighs_by_its_carriers(tmp_path: Path) -> None:
+    """A write looks its entities' counts up with the names in its text; a given entity the text
+    does not spell still weighs by how many memories carry it (rarer names weigh more)."""
+    memories = [
+        NewMemory(
+            f"status report number {i}",
+            entities=("Zeus Rollout",),
+            source="ops",
+            created_at=T0 + timedelta(hours=30 * i),
+        )
+        for i in range(3)
+    ]
+    for name in ("one", "many"):
+        async with SqliteBackend(tmp_path / f"{name}.db", clock=FixedClock(T0)) as backend:
+            if name == "one":
+                written = [await backend.remember(memory) for memory in memories]
+            else:
+                written = await backend.remember_many(memories)
+        with sqlite3.connect(tmp_path / f"{name}.db") as db:
+            weights = dict(
+                db.execute(
+                    "SELECT source_id || '>' || target_id, weight FROM edges WHERE type = 'entity'"
+                ).fetchall()
+            )
+        ids = [result.id for result in written]
+        assert weights[f"{ids[1]}>{ids[0]}"] == 1.0  # one carrier before it
+        # two carriers: 1 / (1 + ln 2), what a lookup missing the name (count 1) would not give
+        assert weights[f"{ids[2]}>{ids[0]}"] == weights[f"{ids[2]}>{ids[1]}"] == 0.590616

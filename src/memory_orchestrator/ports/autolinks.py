@@ -143,55 +143,74 @@ class _Other(NamedTuple):
 
 def _pool(new: MemorySketch, candidates: Iterable[MemorySketch]) -> list[_Other]:
     # One loop over every candidate of every write: the time distance and both token scores (the
-    # numbers ports.text.jaccard and overlap give) from one set intersection, inline.
-    pool = []
+    # numbers ports.text.jaccard and overlap give) from one set intersection, inline. The pool's order
+    # does not matter: every rule sorts or picks by a key that ends in the (unique) id.
+    by_id = {candidate.id: candidate for candidate in candidates}
+    by_id.pop(new.id, None)
     tokens, size, at = new.tokens, len(new.tokens), new.created_at
-    for item in _unique_others(new, candidates):
-        hours = abs((item.created_at - at).total_seconds()) / 3600.0
+    make = tuple.__new__  # _Other(...) goes through a Python-level __new__
+    pool = []
+    for item in by_id.values():
+        created = item.created_at
+        hours = abs((created - at).total_seconds()) / 3600.0
         other = item.tokens
         shared = len(tokens & other)
-        union = size + len(other) - shared
+        count = len(other)
+        union = size + count - shared
         score_j = shared / union if union else 0.0
-        score_o = shared / max(size, len(other)) if size and other else 0.0
-        created = item.created_at
-        pool.append(_Other(item, hours, (hours, created, item.id), (created, item.id), score_j, score_o))
+        score_o = shared / (size if size > count else count) if size and count else 0.0
+        fields = (item, hours, (hours, created, item.id), (created, item.id), score_j, score_o)
+        pool.append(make(_Other, fields))
     return pool
 
 
 def _edges(
     new: MemorySketch, pool: list[_Other], at: datetime, counts: Mapping[str, int], limits: LinkLimits
 ) -> list[Edge]:
-    edges: list[Edge] = []
-    edges.extend(_temporal_edges(new, pool, at, limits))
-    edges.extend(_entity_edges(new, pool, at, counts, limits))
-    edges.extend(_causal_edges(new, pool, at, limits))
+    key = (new.created_at, new.id)
+    source = new.source
+    # the same source's chain before the new memory, nearest first (the backbone and the causal rule)
+    earlier = [other for other in pool if other.item.source == source and other.order < key]
+    earlier.sort(key=_chain_order, reverse=True)
+    later = [other for other in pool if other.item.source == source and other.order > key]
+    edges = _temporal_edges(new, pool, earlier, later, at, limits)
+    if new.entities:
+        edges.extend(_entity_edges(new, pool, at, counts, limits))
+    edges.extend(_causal_edges(new, earlier, at, limits))
     edges.extend(_semantic_edges(new, pool, at, limits))
     return edges
 
 
-def _unique_others(new: MemorySketch, candidates: Iterable[MemorySketch]) -> list[MemorySketch]:
-    by_id = {candidate.id: candidate for candidate in candidates if candidate.id != new.id}
-    return sorted(by_id.values(), key=lambda item: item.id)
+def _chain_order(other: _Other) -> tuple[datetime, str]:
+    return other.order
 
 
-def _temporal_edges(new: MemorySketch, pool: list[_Other], at: datetime, limits: LinkLimits) -> list[Edge]:
-    key = (new.created_at, new.id)
-    same_source = [other for other in pool if other.item.source == new.source]
-    before = [other for other in same_source if other.order < key]
-    after = [other for other in same_source if other.order > key]
+def _nearness(other: _Other) -> tuple[float, datetime, str]:
+    return other.near
+
+
+def _temporal_edges(
+    new: MemorySketch,
+    pool: list[_Other],
+    earlier: list[_Other],
+    later: list[_Other],
+    at: datetime,
+    limits: LinkLimits,
+) -> list[Edge]:
     backbone: list[_Other] = []
-    if before:
-        backbone.append(max(before, key=lambda other: other.order))
-    if after:
+    if earlier:
+        backbone.append(earlier[0])
+    if later:
         # A back-dated write slots into the chain: it also links forward to its successor.
-        backbone.append(min(after, key=lambda other: other.order))
+        backbone.append(min(later, key=_chain_order))
     edges = [
         Edge(new.id, other.item.id, EdgeType.TEMPORAL, 1.0, {"sub_type": "backbone"}, at)
         for other in backbone
     ]
     linked = {other.item.id for other in backbone}
-    near = [other for other in pool if other.item.id not in linked and other.hours <= limits.proximity_hours]
-    near.sort(key=lambda other: other.near)
+    window = limits.proximity_hours
+    near = [other for other in pool if other.hours <= window and other.item.id not in linked]
+    near.sort(key=_nearness)
     for other in near[: limits.proximity_max]:
         weight = round(1.0 / (1.0 + other.hours), 6)
         edges.append(Edge(new.id, other.item.id, EdgeType.TEMPORAL, weight, {"sub_type": "proximity"}, at))
@@ -218,7 +237,7 @@ def _entity_edges(
     ]
     for name in sorted(new.entities):
         carriers = [other for other in carrying if name in other.item.entities]
-        carriers.sort(key=lambda other: other.near)
+        carriers.sort(key=_nearness)
         for other in carriers[: limits.entity_per_name]:
             shared_by_target.setdefault(other.item.id, []).append(name)
             targets[other.item.id] = other
@@ -242,10 +261,13 @@ def _cued(content: str) -> bool:
     return has_causal_cue(content)
 
 
-def _causal_edges(new: MemorySketch, pool: list[_Other], at: datetime, limits: LinkLimits) -> list[Edge]:
-    key = (new.created_at, new.id)
-    earlier = [other for other in pool if other.item.source == new.source and other.order < key]
-    earlier.sort(key=lambda other: other.order, reverse=True)
+@lru_cache(maxsize=16384)
+def _subtype(content: str) -> str:
+    # The effect of several causal edges in a row (a new memory stating a reason links each cause).
+    return causal_subtype(content) or "causes"
+
+
+def _causal_edges(new: MemorySketch, earlier: list[_Other], at: datetime, limits: LinkLimits) -> list[Edge]:
     new_cued = _cued(new.content)
     edges: list[Edge] = []
     for other in earlier[: limits.causal_window]:
@@ -257,7 +279,7 @@ def _causal_edges(new: MemorySketch, pool: list[_Other], at: datetime, limits: L
             continue
         # The text stating the reason is the effect; when both do, the later one is.
         cause, effect = (item, new) if new_cued else (new, item)
-        subtype = causal_subtype(effect.content) or "causes"
+        subtype = _subtype(effect.content)
         weight = round(min(1.0, 0.5 + similarity / 2), 6)
         metadata = {"sub_type": subtype, "overlap": f"{similarity:.3f}"}
         edges.append(Edge(cause.id, effect.id, EdgeType.CAUSAL, weight, metadata, at))
@@ -266,7 +288,7 @@ def _causal_edges(new: MemorySketch, pool: list[_Other], at: datetime, limits: L
 
 def _semantic_edges(new: MemorySketch, pool: list[_Other], at: datetime, limits: LinkLimits) -> list[Edge]:
     scored: list[tuple[float, _Other]] = [
-        (max(other.jaccard, other.overlap), other)
+        (other.overlap if other.overlap > other.jaccard else other.jaccard, other)
         for other in pool
         if other.jaccard >= limits.semantic_min_jaccard or other.overlap >= limits.semantic_min_overlap
     ]
@@ -286,8 +308,13 @@ def link_candidates(
 
 
 def _link_candidates(pool: list[_Other], limits: LinkLimits) -> tuple[LinkCandidate, ...]:
-    scored = [(other.jaccard, max(other.jaccard, other.overlap), other) for other in pool]
-    kept = [entry for entry in scored if entry[1] >= limits.candidate_min_similarity]
+    floor = limits.candidate_min_similarity
+    kept = []
+    for other in pool:
+        score_j, score_o = other.jaccard, other.overlap
+        score = score_o if score_o > score_j else score_j  # max(), inline: one call per candidate
+        if score >= floor:
+            kept.append((score_j, score, other))
     kept.sort(key=lambda entry: (-entry[0], -entry[1], *entry[2].near))
     found: list[LinkCandidate] = []
     for score_j, score, other in kept[: limits.candidates_max]:

@@ -331,7 +331,9 @@ class SqliteBackend(AsyncLifecycle):
         """Store one new memory and its automatic edges; with ``deferred`` (a batch's), its edges, FTS
         row and change-log entry are left there for ``batch.finish`` before the batch commits."""
         now = self._now()
-        known = await writes.known_names(db, name_candidates(memory.content))
+        names = name_candidates(memory.content)
+        stats = await writes.entity_stats(db, names)
+        known = {norm: name for norm, (name, _) in stats.items()}
         record = MemoryRecord(
             id=new_id(),
             content=memory.content,
@@ -347,7 +349,10 @@ class SqliteBackend(AsyncLifecycle):
         tokens = tokenize(record.content)
         new = sketch(record, tokens)
         others = await writes.load_sketches(db, await writes.candidate_ids(db, new), self._sketches)
-        counts = await writes.entity_counts(db, new.entities)
+        # the counts of names among the candidates came with their spelling; the rest are looked up
+        counts = {norm: stats[norm][1] for norm in new.entities if norm in stats}
+        if unlisted := new.entities - names:
+            counts.update(await writes.entity_counts(db, frozenset(unlisted)))
         edges, candidates = plan_links(new, others, at=now, entity_counts=counts)
         if deferred is None:
             await writes.insert_memory(db, record, digest, memory.dedup, tokens=tokens)
@@ -358,7 +363,7 @@ class SqliteBackend(AsyncLifecycle):
             deferred.edges.extend(edges)
             deferred.changes.append((ChangeKind.ADDED.value, record.id, stamp(now), ""))
         self._sketches.put(new)
-        created = Counter(edge.type.value for edge in edges)
+        created = Counter(edge.type._value_ for edge in edges)  # not the slower .value property
         return WriteResult(
             record.id, WriteAction.ADDED, candidates=candidates, edges_created=created, record=record
         )

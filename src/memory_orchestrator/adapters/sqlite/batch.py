@@ -37,9 +37,7 @@ class Batch:
 
 async def finish(db: aiosqlite.Connection, batch: Batch) -> None:
     """Do the deferred work: edges in key order (sequential B-tree inserts), the FTS rows, the log."""
-    # EdgeType is a StrEnum: it sorts as its value, without the enum's slow ``.value`` lookup
-    batch.edges.sort(key=lambda edge: (edge.source, edge.target, edge.type))
-    await graph.insert_edges(db, batch.edges)
+    await graph.insert_edges(db, batch.edges, in_key_order=True)
     await index(db, batch.unindexed)
     await db.executemany("INSERT INTO oplog (kind, memory_id, at, detail) VALUES (?, ?, ?, ?)", batch.changes)
 

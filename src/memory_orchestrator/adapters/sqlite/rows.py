@@ -75,11 +75,17 @@ def _edge(row: tuple[Any, ...]) -> Edge:
     )
 
 
+#: ``json.dumps`` with options builds a new encoder per call; a write formats several columns.
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+#: How the ``entities`` column is written (in the given order, default separators).
+ENTITY_LIST = json.JSONEncoder(ensure_ascii=False)
+
+
 def as_json(value: Any) -> str:
     """Compact JSON text for a column."""
     if not value and isinstance(value, dict | list | tuple):
         return "{}" if isinstance(value, dict) else "[]"
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    return _COMPACT.encode(value)
 
 
 @dataclass(slots=True)

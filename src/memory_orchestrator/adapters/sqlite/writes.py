@@ -10,7 +10,7 @@ import aiosqlite
 
 from memory_orchestrator.adapters.sqlite.context import Neighbour, context_from, neighbours, refresh
 from memory_orchestrator.adapters.sqlite.lexical import add_terms, lexical_rows, remove_terms, term_rows
-from memory_orchestrator.adapters.sqlite.rows import as_json, stamp
+from memory_orchestrator.adapters.sqlite.rows import ENTITY_LIST, as_json, stamp
 from memory_orchestrator.adapters.sqlite.terms import count_terms
 from memory_orchestrator.ports import ChangeKind, MemoryRecord, parse_timestamp
 from memory_orchestrator.ports.autolinks import DEFAULT_LIMITS, LinkLimits, MemorySketch
@@ -91,6 +91,20 @@ class SketchCache:
         """The cached sketch of ``memory_id``, if any."""
         return self._items.get(memory_id)
 
+    def split(self, ids: set[str]) -> tuple[list[MemorySketch], list[str]]:
+        """The cached sketches among ``ids`` and the other ids (sorted): one dict lookup each."""
+        get = self._items.get
+        found: list[MemorySketch] = []
+        missing: list[str] = []
+        for memory_id in ids:
+            item = get(memory_id)
+            if item is None:
+                missing.append(memory_id)
+            else:
+                found.append(item)
+        missing.sort()
+        return found, missing
+
     def put(self, item: MemorySketch) -> None:
         """Keep ``item``; when full, the oldest half is dropped (dicts keep insertion order)."""
         if len(self._items) >= self.size:
@@ -102,15 +116,8 @@ class SketchCache:
 async def load_sketches(
     db: aiosqlite.Connection, ids: set[str], cache: SketchCache | None = None
 ) -> list[MemorySketch]:
-    """Sketches of the candidate memories (from ``cache`` when it has them)."""
-    found: list[MemorySketch] = []
-    missing: list[str] = []
-    for memory_id in sorted(ids):
-        cached = cache.get(memory_id) if cache is not None else None
-        if cached is None:
-            missing.append(memory_id)
-        else:
-            found.append(cached)
+    """Sketches of the candidate memories (from ``cache`` when it has them), in no set order."""
+    found, missing = cache.split(ids) if cache is not None else ([], sorted(ids))
     if not missing:
         return found
     # not from the FTS row: a batch writes those at its end
@@ -146,6 +153,17 @@ async def known_names(db: aiosqlite.Connection, candidates: set[str]) -> dict[st
     return {str(row[0]): str(row[1]) for row in rows}
 
 
+async def entity_stats(db: aiosqlite.Connection, candidates: set[str]) -> dict[str, tuple[str, int]]:
+    """Spelling and number of active carriers of each entity name among ``candidates`` (casefolded)
+    that the store knows: ``known_names`` and ``entity_counts`` of the same names in one lookup."""
+    if not candidates:
+        return {}
+    sql = "SELECT entity_norm, name, uses FROM entity_stats "
+    sql += "WHERE entity_norm IN (SELECT value FROM json_each(?))"
+    rows = await db.execute_fetchall(sql, (json.dumps(sorted(candidates)),))
+    return {str(row[0]): (str(row[1]), int(row[2])) for row in rows}
+
+
 async def entity_counts(db: aiosqlite.Connection, names: frozenset[str]) -> dict[str, int]:
     """How many active memories carry each of the (casefolded) ``names``."""
     if not names:
@@ -177,7 +195,7 @@ async def insert_memory(
             record.category,
             record.importance,
             as_json(list(record.tags)),
-            json.dumps(list(record.entities), ensure_ascii=False),
+            ENTITY_LIST.encode(list(record.entities)),
             record.source,
             as_json(dict(record.metadata)),
             stamp(record.created_at),
