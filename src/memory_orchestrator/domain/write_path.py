@@ -7,7 +7,7 @@ a warning rather than raised, because raising would hide that the memory was wri
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass, field, replace
 
 from memory_orchestrator.domain.config import PipelineConfig
@@ -30,6 +30,7 @@ from memory_orchestrator.ports import (
     MemoryRecord,
     WriteAction,
 )
+from memory_orchestrator.ports.similar import SimilarMemories
 
 #: Memories compared with a new one for duplicates and contradictions.
 SIMILAR_LIMIT = 20
@@ -128,17 +129,25 @@ async def _check_targets(backend: MemoryBackend, request: WriteRequest) -> None:
 async def _similar(
     backend: MemoryBackend, request: WriteRequest, config: PipelineConfig, trace: Trace
 ) -> list[MemoryRecord]:
-    if not backend.capabilities.keyword_search:
+    text = request.memory.content[:1000]
+    if isinstance(backend, SimilarMemories):
+        # a bounded lookup of the closest memories; a keyword search ranks every match
+        call: Awaitable[list[MemoryRecord]] = backend.similar_memories(text, limit=SIMILAR_LIMIT)
+    elif backend.capabilities.keyword_search:
+        call = _searched(backend, text)
+    else:
         trace.warn("backend has no keyword search; duplicate check left to the backend")
         return []
     try:
-        hits = await within(
-            backend.search(request.memory.content[:1000], limit=SIMILAR_LIMIT), config.stage_timeout_s
-        )
+        records = await within(call, config.stage_timeout_s)
     except Exception as exc:  # the backend's own exact-duplicate check still applies
         trace.warn(f"duplicate check skipped: search failed ({type(exc).__name__})")
         return []
-    return [hit.record for hit in hits if not hit.record.superseded_by]
+    return [record for record in records if not record.superseded_by]
+
+
+async def _searched(backend: MemoryBackend, text: str) -> list[MemoryRecord]:
+    return [hit.record for hit in await backend.search(text, limit=SIMILAR_LIMIT)]
 
 
 async def _converged_links(

@@ -16,7 +16,7 @@ from typing import cast
 
 import aiosqlite
 
-from memory_orchestrator.adapters.sqlite import context, graph, retrieval, writes
+from memory_orchestrator.adapters.sqlite import context, graph, retrieval, similar, writes
 from memory_orchestrator.adapters.sqlite import vectors as vector_rows
 from memory_orchestrator.adapters.sqlite.batch import Batch, finish
 from memory_orchestrator.adapters.sqlite.health import health_report
@@ -426,6 +426,13 @@ class SqliteBackend(AsyncLifecycle):
             Hit(record, round(score, 6), via="keyword", signals={"keyword": round(score, 6)})
             for record, score in scored
         ]
+
+    async def similar_memories(self, text: str, *, limit: int) -> list[MemoryRecord]:
+        """The memories sharing the most rare words with ``text`` (``ports.similar``; see
+        ``similar.similar_records``): a bounded lookup, where ``search`` scores every match."""
+        validate_limit(limit)
+        with self._translated("similar_memories"):
+            return await similar.similar_records(self.db, text, self._now(), limit)
 
     async def recall(self, query: RecallQuery) -> list[Hit]:
         """Keyword, entity and recency channels fused by weighted reciprocal rank."""

@@ -32,7 +32,7 @@ B = 0.75
 
 # The newest postings of each term first: when even the rarest term is common, the cap keeps the
 # memories nearest the end of the store, the likeliest neighbours of a new one.
-_POSTINGS = "SELECT row, size, ? AS rarity FROM memory_terms WHERE term = ? ORDER BY row DESC LIMIT ?"
+POSTINGS = "SELECT row, size, ? AS rarity FROM memory_terms WHERE term = ? ORDER BY row DESC LIMIT ?"
 # Scored in SQL: the postings never become Python objects (a write fetches up to 600 of them).
 _RANKED = (
     "SELECT row FROM ({postings}) GROUP BY row "
@@ -53,17 +53,18 @@ async def lexical_rows(db: aiosqlite.Connection, tokens: Iterable[str]) -> list[
     terms = choose_terms(frequencies, size, most=LEXICAL_TERMS, postings=LEXICAL_POSTINGS)
     if not terms:
         return []
-    postings = " UNION ALL ".join(f"SELECT * FROM ({_POSTINGS})" for _ in terms)
+    postings = " UNION ALL ".join(f"SELECT * FROM ({POSTINGS})" for _ in terms)
     params: list[object] = []
     for term in terms:
-        params += [_idf(frequencies[term], size), term, LEXICAL_POSTINGS]
+        params += [idf(frequencies[term], size), term, LEXICAL_POSTINGS]
     rows = await db.execute_fetchall(
         _RANKED.format(postings=postings), [*params, len(distinct), LEXICAL_CANDIDATES]
     )
     return [int(row[0]) for row in rows]
 
 
-def _idf(docs: int, size: int) -> float:
+def idf(docs: int, size: int) -> float:
+    """A term's rarity: BM25's inverse document frequency of a term ``docs`` of ``size`` memories carry."""
     # Lucene's form: always positive, even for a term most memories carry.
     return math.log(1.0 + (max(size, docs) - docs + 0.5) / (docs + 0.5))
 
