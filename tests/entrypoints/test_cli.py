@@ -304,26 +304,6 @@ def test_the_console_script_answers_version_without_importing_the_cli() -> None:
     assert lines[1] == "[]"
 
 
-def test_start_up_imports_pause_the_garbage_collector_and_freeze_what_they_made() -> None:
-    probe = (
-        "import gc; from memory_orchestrator.entrypoints.cli.console import imports_without_gc\n"
-        "with imports_without_gc():\n"
-        "    inside = gc.isenabled()\n"
-        "    with imports_without_gc():\n"
-        "        import json\n"
-        "    nested = gc.isenabled()\n"
-        "print(inside, nested, gc.isenabled(), gc.get_freeze_count() > 0)\n"
-        "gc.disable()\n"
-        "with imports_without_gc():\n"
-        "    pass\n"
-        "print(gc.isenabled())\n"
-    )
-    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    # paused inside (also after a nested use), collecting again after, its objects frozen; a
-    # collector the caller had turned off stays off
-    assert result.stdout.split() == ["False", "False", "True", "True", "False"]
-
-
 def test_the_command_table_names_every_command_the_cli_mounts() -> None:
     mounted = set(typer.main.get_command(build_app()).commands)
     assert mounted == {name for names in COMMANDS.values() for name in names}

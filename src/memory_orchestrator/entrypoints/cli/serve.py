@@ -12,7 +12,6 @@ from typing import Annotated
 
 import typer
 
-from memory_orchestrator.entrypoints.cli.console import imports_without_gc
 from memory_orchestrator.entrypoints.cli.state import settings_of, state_of
 from memory_orchestrator.ports import OrchestratorError
 
@@ -26,8 +25,7 @@ def serve(
     """Run the MCP server (stdio by default; --http for streamable HTTP with bearer-token auth)."""
     try:
         settings = settings_of(ctx)
-        with imports_without_gc():
-            from memory_orchestrator.entrypoints.mcp import launch  # the MCP SDK: only when serving
+        from memory_orchestrator.entrypoints.mcp import launch  # the MCP SDK: only when serving
 
         launch.run(settings, store=state_of(ctx).store, http=http, host=host, port=port)
     except (OrchestratorError, ValueError) as exc:
