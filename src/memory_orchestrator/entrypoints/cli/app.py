@@ -1,7 +1,8 @@
 """The ``orchestrator`` command line: backend commands, the pipeline, plugins, config and the demo.
 
-``eval``/``bench`` (evaluation) and ``serve`` (MCP server) live in their own modules and are mounted
-when present, so the CLI works while they are being written.
+Each command group lives in a module of its own (``COMMANDS``); a run mounts only the module of the
+command it names, so ``serve`` starts without the others' imports. ``eval``/``bench`` (evaluation)
+and ``serve`` (MCP server) are mounted only when they import.
 """
 
 from __future__ import annotations
