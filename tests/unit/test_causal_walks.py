@@ -7,13 +7,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from linked_memories import linked_graph, mid
 from memory_orchestrator.adapters.memory import InMemoryBackend
 from memory_orchestrator.domain.candidates import Candidate
 from memory_orchestrator.domain.config import DEFAULT_EDGE_WEIGHTS, PipelineConfig
 from memory_orchestrator.domain.orchestrator import Orchestrator
 from memory_orchestrator.domain.requests import ExpandRequest
 from memory_orchestrator.domain.traversal import expand, relative_edge_weights
-from memory_orchestrator.ports import Edge, EdgeType, Filters, FixedClock, Intent, NewMemory
+from memory_orchestrator.ports import EdgeType, Filters, FixedClock, Intent
 
 NOW = datetime(2026, 3, 18, 12, tzinfo=UTC)
 CONFIG = PipelineConfig(stage_timeout_s=0.5)
@@ -21,23 +22,9 @@ DECAY = CONFIG.expansion.hop_decay
 WHY = relative_edge_weights(DEFAULT_EDGE_WEIGHTS, Intent.WHY, CONFIG.allowed_edge_types)
 
 
-def mid(number: int) -> str:
-    return f"mem-{number:06d}"
-
-
 async def graph(count: int, edges: list[tuple[int, int, EdgeType, float]]) -> InMemoryBackend:
-    """Memories 1..count far apart in time and words (no automatic edges), plus ``edges``."""
-    backend = InMemoryBackend(clock=FixedClock(NOW))
-    await backend.open()
-    for n in range(count):
-        content = f"unique{n} word{n}a word{n}b"
-        await backend.remember(
-            NewMemory(content, source=f"s{n}", created_at=NOW - timedelta(days=10 * (count - n)))
-        )
-    backend.edges.clear()
-    for source, target, kind, weight in edges:
-        await backend.link(Edge(mid(source), mid(target), kind, weight))
-    return backend
+    """Memories 1..count (the first the oldest), linked only by ``edges``."""
+    return await linked_graph(count, edges, now=NOW, newest_first=False)
 
 
 async def walk(

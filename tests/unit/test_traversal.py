@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 
+from linked_memories import linked_graph
 from memory_orchestrator.adapters.memory import InMemoryBackend
 from memory_orchestrator.domain.candidates import Candidate
 from memory_orchestrator.domain.config import DEFAULT_EDGE_WEIGHTS, ExpansionLimits, PipelineConfig
 from memory_orchestrator.domain.traversal import expand, relative_edge_weights
-from memory_orchestrator.ports import Edge, EdgeType, Filters, FixedClock, Intent, NewMemory
+from memory_orchestrator.ports import EdgeType, Filters, Intent
 
 NOW = datetime(2026, 3, 18, 12, tzinfo=UTC)
 CONFIG = PipelineConfig(stage_timeout_s=0.5)
@@ -19,19 +20,8 @@ ALLOWED = CONFIG.allowed_edge_types
 
 
 async def graph(count: int, edges: list[tuple[int, int, EdgeType, float]]) -> InMemoryBackend:
-    """Memories mem-000001.. far apart in time and words (no automatic edges), plus ``edges``."""
-    backend = InMemoryBackend(clock=FixedClock(NOW))
-    await backend.open()
-    for n in range(count):
-        content = f"unique{n} word{n}a word{n}b"
-        await backend.remember(
-            NewMemory(content, source=f"s{n}", created_at=NOW - timedelta(days=10 * (n + 1)))
-        )
-    backend.edges.clear()
-    for source, target, kind, weight in edges:
-        await backend.link(Edge(f"mem-{source:06d}", f"mem-{target:06d}", kind, weight))
-    backend.calls.clear()
-    return backend
+    """Memories mem-000001.. (the first the newest), linked only by ``edges``."""
+    return await linked_graph(count, edges, now=NOW, newest_first=True)
 
 
 def seed(backend: InMemoryBackend, number: int, relevance: float = 1.0) -> Candidate:
