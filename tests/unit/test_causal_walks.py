@@ -13,7 +13,7 @@ from memory_orchestrator.domain.candidates import Candidate
 from memory_orchestrator.domain.config import DEFAULT_EDGE_WEIGHTS, PipelineConfig
 from memory_orchestrator.domain.orchestrator import Orchestrator
 from memory_orchestrator.domain.requests import ExpandRequest
-from memory_orchestrator.domain.traversal import expand, relative_edge_weights
+from memory_orchestrator.domain.traversal import ExpansionOutcome, expand, relative_edge_weights
 from memory_orchestrator.ports import EdgeType, Filters, FixedClock, Intent
 
 NOW = datetime(2026, 3, 18, 12, tzinfo=UTC)
@@ -27,14 +27,21 @@ async def graph(count: int, edges: list[tuple[int, int, EdgeType, float]]) -> In
     return await linked_graph(count, edges, now=NOW, newest_first=False)
 
 
+async def expanded(
+    backend: InMemoryBackend, seeds: list[Candidate], intent: Intent, hops: int = 2, now: datetime = NOW
+) -> tuple[dict[str, Candidate], ExpansionOutcome]:
+    """The pool after a walk from ``seeds`` with the WHY weights, and the walk's outcome."""
+    pool = {candidate.memory_id: candidate for candidate in seeds}
+    outcome = await expand(
+        backend, seeds, pool, weights=WHY, hops=hops, filters=Filters(), now=now, config=CONFIG, intent=intent
+    )
+    return pool, outcome
+
+
 async def walk(
     backend: InMemoryBackend, seeds: list[Candidate], intent: Intent, hops: int = 2
 ) -> dict[str, Candidate]:
-    pool = {candidate.memory_id: candidate for candidate in seeds}
-    await expand(
-        backend, seeds, pool, weights=WHY, hops=hops, filters=Filters(), now=NOW, config=CONFIG, intent=intent
-    )
-    return pool
+    return (await expanded(backend, seeds, intent, hops))[0]
 
 
 def seed(backend: InMemoryBackend, number: int, relevance: float = 1.0) -> Candidate:
@@ -99,20 +106,8 @@ async def test_a_replaced_hit_leads_a_why_walk_to_its_replacement_and_the_causes
 @pytest.mark.anyio
 async def test_a_replacement_written_after_now_is_not_reached() -> None:
     backend = await graph(2, [(2, 1, EdgeType.SUPERSEDES, 1.0)])
-    old = seed(backend, 1)
-    pool = {old.memory_id: old}
     before = backend.records[mid(2)].created_at - timedelta(days=1)
-    outcome = await expand(
-        backend,
-        [old],
-        pool,
-        weights=WHY,
-        hops=1,
-        filters=Filters(),
-        now=before,
-        config=CONFIG,
-        intent=Intent.WHY,
-    )
+    pool, outcome = await expanded(backend, [seed(backend, 1)], Intent.WHY, hops=1, now=before)
     assert mid(2) not in pool
     assert any(memory_id == mid(2) for memory_id, _ in outcome.dropped)
 
@@ -127,18 +122,7 @@ async def test_an_unreadable_replacement_is_a_warning_and_the_walk_goes_on() -> 
         raise OSError("disk gone")
 
     backend.get = broken  # type: ignore[method-assign,assignment]
-    pool = {old.memory_id: old}
-    outcome = await expand(
-        backend,
-        [old],
-        pool,
-        weights=WHY,
-        hops=1,
-        filters=Filters(),
-        now=NOW,
-        config=CONFIG,
-        intent=Intent.WHY,
-    )
+    pool, outcome = await expanded(backend, [old], Intent.WHY, hops=1)
     assert mid(3) in pool and mid(2) not in pool
     assert outcome.warnings == ["replacements at hop 1 could not be read (OSError)"]
 
