@@ -42,8 +42,14 @@ def make_backend(request: pytest.FixtureRequest, tmp_path: Path) -> BackendMaker
     if kind == "memory":
         from memory_orchestrator.adapters.memory import create_backend as create_memory
 
-        shared = {test_store: create_memory({})}
-        return lambda store=test_store: shared.setdefault(store, create_memory({}))
+        stores: dict[str, MemoryBackend] = {}
+
+        def memory_backend(store: str = test_store) -> MemoryBackend:
+            if store not in stores:  # one in-memory backend per store, shared by every call
+                stores[store] = create_memory({})
+            return stores[store]
+
+        return memory_backend
     if kind == "sqlite":
         from memory_orchestrator.adapters.sqlite import create_backend as create_sqlite
 
