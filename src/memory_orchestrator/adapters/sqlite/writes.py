@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from datetime import timedelta
 from typing import Any
 
@@ -146,16 +147,12 @@ def _sketch(row: tuple[Any, ...]) -> MemorySketch:
 
 async def known_names(db: aiosqlite.Connection, candidates: set[str]) -> dict[str, str]:
     """Entity names of active memories among ``candidates`` (casefolded -> spelling), one lookup."""
-    if not candidates:
-        return {}
-    sql = "SELECT entity_norm, name FROM entity_stats WHERE entity_norm IN (SELECT value FROM json_each(?))"
-    rows = await db.execute_fetchall(sql, (json.dumps(sorted(candidates)),))
-    return {str(row[0]): str(row[1]) for row in rows}
+    return {norm: name for norm, (name, _) in (await entity_stats(db, candidates)).items()}
 
 
-async def entity_stats(db: aiosqlite.Connection, candidates: set[str]) -> dict[str, tuple[str, int]]:
+async def entity_stats(db: aiosqlite.Connection, candidates: Collection[str]) -> dict[str, tuple[str, int]]:
     """Spelling and number of active carriers of each entity name among ``candidates`` (casefolded)
-    that the store knows: ``known_names`` and ``entity_counts`` of the same names in one lookup."""
+    that the store knows, in one lookup (``known_names`` and ``entity_counts`` are its two halves)."""
     if not candidates:
         return {}
     sql = "SELECT entity_norm, name, uses FROM entity_stats "
@@ -166,11 +163,7 @@ async def entity_stats(db: aiosqlite.Connection, candidates: set[str]) -> dict[s
 
 async def entity_counts(db: aiosqlite.Connection, names: frozenset[str]) -> dict[str, int]:
     """How many active memories carry each of the (casefolded) ``names``."""
-    if not names:
-        return {}
-    sql = "SELECT entity_norm, uses FROM entity_stats WHERE entity_norm IN (SELECT value FROM json_each(?))"
-    rows = await db.execute_fetchall(sql, (json.dumps(sorted(names)),))
-    return {str(row[0]): int(row[1]) for row in rows}
+    return {norm: uses for norm, (_, uses) in (await entity_stats(db, names)).items()}
 
 
 async def insert_memory(
