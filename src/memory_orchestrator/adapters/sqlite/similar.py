@@ -27,7 +27,7 @@ import aiosqlite
 from memory_orchestrator.adapters.sqlite.lexical import K1, POSTINGS, B, idf
 from memory_orchestrator.adapters.sqlite.records import select_records
 from memory_orchestrator.adapters.sqlite.rows import MEMORY_COLUMNS, visible_clause
-from memory_orchestrator.adapters.sqlite.terms import choose_terms, term_frequencies
+from memory_orchestrator.adapters.sqlite.terms import choose_terms, term_frequencies, within_postings
 from memory_orchestrator.ports import Filters, MemoryRecord
 from memory_orchestrator.ports.text import tokenize
 
@@ -61,7 +61,7 @@ async def similar_records(
         return []
     rarity = {term: idf(frequencies[term], store) for term in terms}
     recent = " UNION ALL ".join(f"SELECT * FROM ({POSTINGS})" for _ in terms)
-    prefix = _prefix(terms, frequencies)
+    prefix = within_postings(terms, frequencies, PREFIX_ROWS)  # the rarest
     exact = _EXACT.format(prefix=" UNION ALL ".join(f"SELECT * FROM ({POSTINGS})" for _ in prefix))
     sql = f"SELECT * FROM ({_RECENT.format(postings=recent)}) UNION ALL SELECT * FROM ({exact})"
     # in the order of the text: each part's damping (its select list) before its postings
@@ -82,15 +82,3 @@ async def similar_records(
         f"WHERE {clause.text()} ORDER BY j.key"
     )
     return await select_records(db, sql, (json.dumps(best), *clause.params))
-
-
-def _prefix(terms: list[str], frequencies: dict[str, int]) -> list[str]:
-    """The rarest of ``terms`` whose postings fit in ``PREFIX_ROWS`` (at least the rarest one)."""
-    kept: list[str] = []
-    total = 0
-    for term in terms:
-        total += frequencies[term]
-        if kept and total > PREFIX_ROWS:
-            break
-        kept.append(term)
-    return kept

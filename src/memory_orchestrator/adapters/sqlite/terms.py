@@ -67,11 +67,14 @@ def choose_terms(
     limit = max(MIN_COMMON_DOCS, int(size * COMMON_SHARE))
     rare = [term for term in present if frequencies[term] <= limit]
     chosen = (rare or present)[:most]
-    if postings is None:
-        return chosen
+    return chosen if postings is None else within_postings(chosen, frequencies, postings)
+
+
+def within_postings(terms: list[str], frequencies: dict[str, int], postings: int) -> list[str]:
+    """The first of ``terms`` whose postings add up to at most ``postings`` (at least the first)."""
     kept: list[str] = []
     total = 0
-    for term in chosen:
+    for term in terms:
         total += frequencies[term]
         if kept and total > postings:
             break
