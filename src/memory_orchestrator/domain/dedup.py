@@ -58,7 +58,7 @@ class _Facts:
     mask: int
     subjects: frozenset[str]
     negated: bool
-    values: frozenset[str]
+    values: tuple[str, ...]
     #: Positions (in the order items were kept) of the kept items sharing enough words with this
     #: one to contradict it (``CONTRADICTION_OVERLAP``), found while looking for its duplicates.
     close: list[int] = field(default_factory=list)
@@ -81,11 +81,12 @@ class _Vocabulary:
 
 
 @lru_cache(maxsize=16384)
-def _claim(content: str) -> tuple[str, bool, frozenset[str]]:
-    """``(exact-duplicate key, negated, numbers)`` of a memory's content; cached, as the same
-    memories come back query after query. Equal normalised contents are what equal content hashes
-    mean, so the normalised text itself is the key."""
-    return normalise_content(content), has_negation(content), frozenset(_NUMBER.findall(content))
+def _claim(content: str) -> tuple[str, bool, tuple[str, ...]]:
+    """``(exact-duplicate key, negated, distinct numbers in order)`` of a memory's content; cached,
+    as the same memories come back query after query. Equal normalised contents are what equal content
+    hashes mean, so the normalised text itself is the key. Plain tuples, which the cycle collector
+    stops tracking (a cached set would be walked by every full collection)."""
+    return normalise_content(content), has_negation(content), tuple(sorted(set(_NUMBER.findall(content))))
 
 
 def _facts(item: RankedItem, vocabulary: _Vocabulary) -> tuple[str, _Facts]:
