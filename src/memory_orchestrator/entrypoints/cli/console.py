@@ -6,11 +6,21 @@ evaluation stack (about a second of imports), which a version check does not nee
 
 from __future__ import annotations
 
+import gc
 import sys
+
+#: Allocations (net of frees) between two young-generation collections; Python's default is 700. A
+#: request allocates a few thousand objects that live until it answers: at 700 the collector ran
+#: several times per request, each time promoting that request's live objects towards the oldest
+#: generation, and every tenth promotion round ran a full collection of the whole heap (30-80 ms in a
+#: process holding a 10k store, the tail of its latency). At 10,000 a request seldom triggers one, and
+#: cyclic garbage is still collected, at most 10,000 objects late.
+YOUNG_COLLECTION_THRESHOLD = 10_000
 
 
 def main() -> None:
-    """Print the version, or run the CLI."""
+    """Print the version, or run the CLI (with the collector tuned for a long-lived process)."""
+    gc.set_threshold(YOUNG_COLLECTION_THRESHOLD, *gc.get_threshold()[1:])
     if sys.argv[1:] == ["--version"]:
         from memory_orchestrator import __version__
 
