@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -331,3 +332,21 @@ def test_a_command_run_mounts_only_its_own_module_and_help_mounts_all() -> None:
     assert len(typer.main.get_command(build_app("no-such-command")).commands) == len(
         [name for names in COMMANDS.values() for name in names]
     )
+
+
+def test_help_texts_show_the_config_sections_they_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``[log] level`` in a help text is a config section, not Rich markup to swallow."""
+    monkeypatch.setenv("COLUMNS", "400")
+    named: list[tuple[list[str], str]] = []
+
+    def walk(command: typer.main.click.Command, path: list[str]) -> None:
+        for param in command.params:
+            for section in re.findall(r"\\?\[(\w+)\]", getattr(param, "help", None) or ""):
+                named.append((path, f"[{section}]"))
+        for name, sub in getattr(command, "commands", {}).items():
+            walk(sub, [*path, name])
+
+    walk(typer.main.get_command(build_app()), [])
+    assert len(named) >= 2  # [log] of --log-level, [channels] of eval --channel
+    for path, section in named:
+        assert section in invoke(*path, "--help").stdout, (path, section)

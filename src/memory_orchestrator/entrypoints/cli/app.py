@@ -56,7 +56,7 @@ def main_options(
         LogLevel | None,
         typer.Option(
             "--log-level",
-            help="Lowest level of the JSON log lines on stderr (default: [log] level; else info for "
+            help="Lowest level of the JSON log lines on stderr (default: \\[log] level; else info for "
             "serve, warning for other commands).",
         ),
     ] = None,

@@ -202,7 +202,7 @@ def evaluate(
         typer.Option(
             "--channel",
             help="A plugin retrieval channel (e.g. dense) to add as extra modes; repeatable. "
-            "Default: the channels [channels] enables.",
+            "Default: the channels \\[channels] enables.",
         ),
     ] = None,
 ) -> None:
