@@ -340,9 +340,9 @@ def test_help_texts_show_the_config_sections_they_name(monkeypatch: pytest.Monke
     named: list[tuple[list[str], str]] = []
 
     def walk(command: typer.main.click.Command, path: list[str]) -> None:
-        for param in command.params:
-            for section in re.findall(r"\\?\[(\w+)\]", getattr(param, "help", None) or ""):
-                named.append((path, f"[{section}]"))
+        texts = [command.help or "", *(getattr(param, "help", None) or "" for param in command.params)]
+        for text in texts:
+            named.extend((path, f"[{section}]") for section in re.findall(r"\\?\[(\w+)\]", text))
         for name, sub in getattr(command, "commands", {}).items():
             walk(sub, [*path, name])
 
