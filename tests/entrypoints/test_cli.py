@@ -350,3 +350,16 @@ def test_help_texts_show_the_config_sections_they_name(monkeypatch: pytest.Monke
     assert len(named) >= 2  # [log] of --log-level, [channels] of eval --channel
     for path, section in named:
         assert section in invoke(*path, "--help").stdout, (path, section)
+
+
+def test_arguments_that_are_not_utf8_are_one_line_with_exit_2_and_store_nothing(
+    isolated: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # What the bytes b"caf\xe9" (Latin-1) become in sys.argv on a UTF-8 system.
+    monkeypatch.setattr(sys, "argv", ["orchestrator", "remember", "caf\udce9 latte"])
+    with pytest.raises(SystemExit) as ended:
+        cli.main()
+    captured = capsys.readouterr()
+    assert ended.value.code == 2 and captured.out == ""
+    assert captured.err == "error: argument 2 is not valid UTF-8 text (at character 4)\n"
+    assert invoke_json("recall", "latte")["hits"] == []

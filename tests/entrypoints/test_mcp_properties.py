@@ -66,6 +66,9 @@ _HOSTILE = st.one_of(
     st.sampled_from(_EDGE_MOMENTS),
     st.just("x" * 9000),
     st.just('redis" OR NEAR(cache* AND -lunch) ^eviction:'),
+    # Lone surrogates: what undecodable bytes in argv become, and what JSON "\\ud800" escapes decode to.
+    st.just("caf\udce9 latte"),
+    st.just("\ud800"),
 )
 #: Mostly plain words (so calls get past validation and exercise the pipeline), one in eight hostile.
 _TEXTS = st.one_of(*([_PLAIN] * 7), _HOSTILE)

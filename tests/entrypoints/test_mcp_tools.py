@@ -289,6 +289,26 @@ async def test_input_errors_are_one_line_and_change_nothing() -> None:
 
 
 @pytest.mark.anyio
+async def test_text_with_a_lone_surrogate_is_refused_as_invalid_and_changes_nothing() -> None:
+    # JSON's "\\ud800" escapes decode to lone surrogates, which no store or encoder can take; the
+    # input models refuse them as strings that are not Unicode.
+    async with connected() as (client, stores):
+        answers = [
+            await refused(client, "memory_write", {"content": "caf\udce9 latte"}),
+            await refused(client, "memory_write", {"content": "ok", "entities": ["Ana\ud800"]}),
+            await refused(client, "memory_search", {"query": "caf\udce9"}),
+            await refused(client, "memory_context", {"query": "x", "task": "\ud800"}),
+            await refused(
+                client, "memory_link", {"source": "mem-\ud800", "target": "mem-2", "type": "causal"}
+            ),
+        ]
+        found = await ok(client, "memory_search", {"query": "latte"})
+    for answer in answers:
+        assert "invalid arguments" in answer and "unicode string" in answer, answer
+    assert found["items"] == [] and stores.backends["default"].records == {}
+
+
+@pytest.mark.anyio
 async def test_changes_list_what_happened_since_a_relative_time() -> None:
     async with connected() as (client, stores):
         await remember(client, stores, "Old fact about the build")

@@ -20,7 +20,17 @@ from memory_orchestrator.domain.requests import (
     SearchRequest,
     WriteRequest,
 )
-from memory_orchestrator.ports import Edge, EdgeType, FixedClock, Intent, NewMemory, NotFound, WriteAction
+from memory_orchestrator.ports import (
+    Edge,
+    EdgeType,
+    Filters,
+    FixedClock,
+    Intent,
+    InvalidRequest,
+    NewMemory,
+    NotFound,
+    WriteAction,
+)
 
 NOW = datetime(2026, 3, 18, 12, tzinfo=UTC)  # Wednesday
 #: (content, days before NOW, category, entities)
@@ -321,3 +331,22 @@ async def test_a_question_that_is_mostly_its_window_also_lists_the_windows_memor
     contents = [item.content for item in result.items]
     assert set(contents) == {rows[0][0], rows[1][0]}
     assert "window" in result.items[0].channels or "window" in result.items[1].channels
+
+
+@pytest.mark.anyio
+async def test_library_requests_with_a_lone_surrogate_are_invalid_and_change_nothing() -> None:
+    backend = await store()
+    orch = orchestrator(backend)
+    before = dict(backend.records)
+    calls = [
+        orch.search(SearchRequest("why \udcff")),
+        orch.context(ContextRequest("x", task="\ud800")),
+        orch.search(SearchRequest("x", filters=Filters(entities=("Ana\udcff",)))),
+        orch.expand(ExpandRequest(seeds=("mem-\udcff",))),
+        orch.write(WriteRequest(NewMemory("ok"), supersedes=("mem-\ud800",))),
+        orch.write(WriteRequest(NewMemory("caf\udce9"))),
+    ]
+    for call in calls:
+        with pytest.raises(InvalidRequest, match="not valid Unicode text"):
+            await call
+    assert backend.records == before

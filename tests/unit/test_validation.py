@@ -33,6 +33,11 @@ def test_a_plain_memory_is_valid() -> None:
         (NewMemory("x", entities=tuple(str(i) for i in range(51))), "entity"),
         (NewMemory("x", source=""), "source"),
         (NewMemory("x", source="s" * 101), "source"),
+        (NewMemory("caf\udce9"), "content is not valid Unicode text .lone surrogate U.DCE9 at character 3"),
+        (NewMemory("x", tags=("\ud800",)), "tag is not valid Unicode"),
+        (NewMemory("x", entities=("Ana\udcff",)), "entity is not valid Unicode"),
+        (NewMemory("x", source="\udc80"), "source is not valid Unicode"),
+        (NewMemory("x", metadata={"speaker": "\udcff"}), "metadata is not valid Unicode"),
     ],
 )
 def test_invalid_memories_are_rejected_with_a_reason(memory: NewMemory, message: str) -> None:
@@ -53,6 +58,7 @@ def test_valid_edge() -> None:
     ("edge", "message"),
     [
         (Edge("a", "a", EdgeType.ENTITY), "itself"),
+        (Edge("a\udcff", "b", EdgeType.ENTITY), "edge source is not valid Unicode"),
         (Edge("", "b", EdgeType.ENTITY), "non-empty"),
         (Edge("a", "b", EdgeType.ENTITY, 1.5), "out of range"),
         (Edge("a", "b", EdgeType.ENTITY, -0.1), "out of range"),
@@ -74,3 +80,7 @@ def test_limits_and_hops() -> None:
     for bad in (0, 6):
         with pytest.raises(InvalidRequest, match="hops"):
             validate_hops(bad)
+
+
+def test_text_outside_ascii_is_valid_unless_it_holds_a_lone_surrogate() -> None:
+    validate_new_memory(NewMemory("Café in Zürich, 東京 and 🚀", entities=("Zoë",), metadata={"k": "ü"}))

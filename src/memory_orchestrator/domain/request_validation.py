@@ -14,7 +14,7 @@ from memory_orchestrator.domain.requests import (
     WriteRequest,
 )
 from memory_orchestrator.ports import EdgeType, Filters, Intent, InvalidRequest, TimeRange
-from memory_orchestrator.ports.validation import validate_new_memory
+from memory_orchestrator.ports.validation import validate_new_memory, validate_text
 
 MAX_QUERY_CHARS = 4000
 MAX_CONTEXT_CHARS = 20_000
@@ -46,6 +46,7 @@ def check_expand(request: ExpandRequest, config: PipelineConfig) -> None:
     for name in (*request.seeds, *request.seed_entities):
         if not isinstance(name, str) or not name.strip():
             raise InvalidRequest("seeds and seed entities must be non-empty strings")
+        validate_text("seed", name)
     _check_count("hops", request.hops, MAX_HOPS)
     _check_count("limit", request.limit, config.max_top_k)
     if not isinstance(request.intent, Intent):
@@ -63,6 +64,7 @@ def check_write(request: WriteRequest) -> None:
             raise InvalidRequest("link ends must be memory ids")
         if not edge.target and not edge.source:
             raise InvalidRequest("every link needs a memory id at one end (the other is the new memory)")
+        validate_text("link", edge.source + edge.target)
         if not isinstance(edge.type, EdgeType):
             raise InvalidRequest(
                 f"link type {edge.type!r} is not one of {', '.join(e.value for e in EdgeType)}"
@@ -72,6 +74,7 @@ def check_write(request: WriteRequest) -> None:
     for memory_id in request.supersedes:
         if not isinstance(memory_id, str) or not memory_id.strip():
             raise InvalidRequest("supersedes must list non-empty memory ids")
+        validate_text("supersedes", memory_id)
 
 
 def _check_text(query: str, task: str, conversation: str) -> None:
@@ -83,6 +86,8 @@ def _check_text(query: str, task: str, conversation: str) -> None:
         raise InvalidRequest(f"task must be a string of at most {MAX_QUERY_CHARS} characters")
     if not isinstance(conversation, str) or len(conversation) > MAX_CONTEXT_CHARS:
         raise InvalidRequest(f"conversation must be a string of at most {MAX_CONTEXT_CHARS} characters")
+    for name, text in (("query", query), ("task", task), ("conversation", conversation)):
+        validate_text(name, text)
 
 
 def _check_count(name: str, value: int, upper: int) -> None:
@@ -105,6 +110,8 @@ def _check_filters(filters: Filters) -> None:
     ):
         if any(not isinstance(value, str) or not value for value in values):
             raise InvalidRequest(f"filters.{name} must hold non-empty strings")
+        for value in values:
+            validate_text(f"filters.{name}", value)
     _check_range("filters.time_range", filters.time_range)
 
 

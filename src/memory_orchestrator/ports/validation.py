@@ -22,10 +22,25 @@ from memory_orchestrator.ports.records import (
 MAX_LIMIT = 10_000
 
 
+def validate_text(name: str, text: str) -> None:
+    """Raise ``InvalidRequest`` when ``text`` is not valid Unicode: a lone surrogate (what undecodable
+    bytes of a command line become, or a JSON ``"\\ud800"`` escape) cannot be stored or encoded."""
+    if text.isascii():
+        return
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        code = ord(text[exc.start])
+        raise InvalidRequest(
+            f"{name} is not valid Unicode text (lone surrogate U+{code:04X} at character {exc.start})"
+        ) from None
+
+
 def validate_new_memory(memory: NewMemory) -> None:
     """Raise ``InvalidRequest`` with a one-line reason when ``memory`` cannot be stored."""
     if not isinstance(memory.content, str) or not memory.content.strip():
         raise InvalidRequest("content must be a non-empty string")
+    validate_text("content", memory.content)
     size = len(memory.content.encode("utf-8"))
     if size > MAX_CONTENT_BYTES:
         raise InvalidRequest(f"content is {size} bytes; the limit is {MAX_CONTENT_BYTES} UTF-8 bytes")
@@ -41,6 +56,9 @@ def validate_new_memory(memory: NewMemory) -> None:
         raise InvalidRequest("source must be a non-empty string")
     if len(memory.source) > MAX_SOURCE_CHARS:
         raise InvalidRequest(f"source is longer than {MAX_SOURCE_CHARS} characters")
+    validate_text("source", memory.source)
+    for key, value in memory.metadata.items():
+        validate_text("metadata", f"{key}{value}")
 
 
 def _check_names(kind: str, names: tuple[str, ...], max_count: int, max_chars: int) -> None:
@@ -51,6 +69,7 @@ def _check_names(kind: str, names: tuple[str, ...], max_count: int, max_chars: i
             raise InvalidRequest(f"every {kind} must be a non-empty string")
         if len(name) > max_chars:
             raise InvalidRequest(f"{kind} {name[:40]!r}... is longer than {max_chars} characters")
+        validate_text(kind, name)
 
 
 def validate_edge(edge: Edge) -> None:
@@ -62,6 +81,8 @@ def validate_edge(edge: Edge) -> None:
         or not edge.target
     ):
         raise InvalidRequest("an edge needs a non-empty source id and target id")
+    validate_text("edge source", edge.source)
+    validate_text("edge target", edge.target)
     if edge.source == edge.target:
         raise InvalidRequest(f"a memory cannot be linked to itself ({edge.source})")
     try:

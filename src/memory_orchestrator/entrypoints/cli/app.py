@@ -151,6 +151,10 @@ def __getattr__(name: str) -> typer.Typer:
 
 def main() -> None:
     """Console-script entry point: a usage mistake is one line on stderr and exit code 2."""
+    undecodable = _undecodable_argument(sys.argv[1:])
+    if undecodable is not None:
+        sys.stderr.write(f"error: {undecodable}\n")
+        sys.exit(2)
     try:
         code = build_app(command_named(sys.argv[1:]))(standalone_mode=False)
     except NoArgsIsHelpError:
@@ -166,6 +170,17 @@ def main() -> None:
         sys.stderr.write(f"error: {' '.join(exc.format_message().split())}\n")
         code = exc.exit_code
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _undecodable_argument(arguments: Sequence[str]) -> str | None:
+    # Bytes that are not UTF-8 reach Python as lone surrogates, which nothing downstream can store,
+    # print or send: one clear line here rather than an encoding error from wherever they land.
+    for position, argument in enumerate(arguments, start=1):
+        try:
+            argument.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            return f"argument {position} is not valid UTF-8 text (at character {exc.start + 1})"
+    return None
 
 
 if __name__ == "__main__":
