@@ -52,3 +52,17 @@ async def test_in_process_store_prunes_oldest_and_lists_newest_first() -> None:
     assert await store.load("t0") is None
     assert await store.load("t2") == {"n": 2}
     assert [trace_id for trace_id, _ in await store.recent()] == ["t2", "t1"]
+
+
+@pytest.mark.anyio
+async def test_in_process_store_keeps_documents_as_bytes_and_returns_fresh_copies() -> None:
+    store = InProcessTraceStore()
+    trace = Trace("search", {"query": "why did we leave Stratus?", "k": 10}, created_at=AT)
+    trace.record("retrieval", lists={"keyword#0": [{"id": "m1", "score": 1.5}]})
+    document = trace.to_dict()
+    await store.save(trace.trace_id, AT, document)
+    await store.save("odd", AT, {"when": AT, "names": ("Ana", "Bo")})
+    first, second = await store.load(trace.trace_id), await store.load(trace.trace_id)
+    assert first == document and first is not document and first is not second
+    assert await store.load("odd") == {"when": str(AT), "names": ["Ana", "Bo"]}
+    assert all(isinstance(packed, bytes) for _, packed in store._documents.values())
