@@ -24,6 +24,7 @@ from datetime import datetime
 
 from memory_orchestrator.domain.candidates import Candidate
 from memory_orchestrator.domain.config import PipelineConfig
+from memory_orchestrator.domain.entity_evidence import entity_share
 from memory_orchestrator.ports import Intent, MemoryRecord, Scorer, ScoringContext, TimeRange
 from memory_orchestrator.ports.text import has_causal_cue, tokenize
 
@@ -116,10 +117,12 @@ def rank(
     patterns = [name_pattern(name) for name in context.entities]
     matches = {c.memory_id: matched_entities(c.record, patterns) for c in candidates}
     specificity = entity_specificity(matches, [name for name, _ in patterns])
+    contested = config.weights.contested_entity
+    share = entity_share(context.query, context.entities, candidates, matches, contested)
     ranked = []
     for candidate in candidates:
         found = matches[candidate.memory_id]
-        entity = sum(specificity[name] for name in found) / len(patterns) if patterns else 0.0
+        entity = share * sum(specificity[name] for name in found) / len(patterns) if patterns else 0.0
         item = score_candidate(candidate, context, config, patterns, entity=entity, matched=found)
         _apply_scorers(item, scorers, scoring, broken, warnings, config.weights.superseded_factor)
         ranked.append(item)
