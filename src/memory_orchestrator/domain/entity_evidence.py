@@ -20,35 +20,45 @@ from memory_orchestrator.domain.candidates import Candidate
 from memory_orchestrator.domain.planner import content_terms
 from memory_orchestrator.ports.text import tokenize
 
-#: Suffixes :func:`stem` removes (the first that fits), longer before the endings they contain.
-_SUFFIXES = (
-    *("ational", "ization", "iveness", "fulness", "ousness"),
-    *("ing", "edly", "ed", "ies", "es", "s", "ly"),
-)
-#: Shortest stem a suffix may leave ("sing" stays "sing").
+#: Verb and adverb endings :func:`stem` removes (the first that fits), longer before shorter.
+_ENDINGS = ("ingly", "edly", "ing", "ed")
+#: Shortest stem an ending may leave ("sing" stays "sing", "red" stays "red").
 _MIN_STEM = 3
 #: Final consonants doubled before "-ing"/"-ed" ("running", "stopped").
 _DOUBLED = frozenset("bdgmnprt")
+#: Plurals in "-es" are the ones after a hiss ("boxes", "classes", "watches"); "games" is "game"+"s".
+_HISS = ("s", "x", "z", "ch", "sh")
 
 
 @lru_cache(maxsize=32768)
 def stem(word: str) -> str:
-    """A light stem: one common suffix off, an undoubled final consonant ("running" -> "run")."""
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_STEM:
-            base = word[: -len(suffix)]
-            doubled = len(base) > _MIN_STEM and base[-1] == base[-2] and base[-1] in _DOUBLED
-            if doubled and suffix in ("ing", "ed"):
+    """A light stem: a plural, then a verb ending, then a final "e" off, so that "games" meets
+    "game", "painted" meets "painting" and "making" meets "make" (and "running" is "run")."""
+    base = _singular(word)
+    for ending in _ENDINGS:
+        if base.endswith(ending) and len(base) - len(ending) >= _MIN_STEM:
+            base = base[: -len(ending)]
+            if len(base) > _MIN_STEM and base[-1] == base[-2] and base[-1] in _DOUBLED:
                 base = base[:-1]
-            return base
+            break
+    return base[:-1] if base.endswith("e") and len(base) > _MIN_STEM else base
+
+
+def _singular(word: str) -> str:
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("es") and word[:-2].endswith(_HISS) and len(word) > 4:
+        return word[:-2]
+    if word.endswith("s") and not word.endswith(("ss", "us", "is")) and len(word) > 3:
+        return word[:-1]
     return word
 
 
 def question_stems(query: str, entities: Sequence[str]) -> frozenset[str]:
     """The stems of the question's content words, the named entities' own words (and the "s" of a
     possessive) taken out."""
-    names = {stem(token) for name in entities for token in tokenize(name)}
-    return frozenset(stem(term) for term in content_terms(query) if len(term) > 1) - names
+    names = {token for name in entities for token in tokenize(name)}
+    return frozenset(stem(term) for term in content_terms(query) if len(term) > 1 and term not in names)
 
 
 def coverage(words: Iterable[str], stems: frozenset[str]) -> int:
