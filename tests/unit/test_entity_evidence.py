@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 from memory_orchestrator.domain.candidates import Candidate
 from memory_orchestrator.domain.config import PipelineConfig, RankingWeights
-from memory_orchestrator.domain.entity_evidence import entity_share, question_stems, stem
+from memory_orchestrator.domain.entity_evidence import contested, entity_share, question_stems, stem
 from memory_orchestrator.domain.ranking import RankingContext, rank
 from memory_orchestrator.ports import Intent, MemoryRecord
 
@@ -76,6 +76,19 @@ def test_the_boost_stays_when_the_other_match_covers_only_a_minority_of_the_word
     matches = {"tim-1": ["Tim"], "john-1": []}
     # John says 2 of 7 words (more than Tim's 1): not enough to say the question was about him
     assert entity_share(question, ("Tim",), pool, matches, 0.0) == 1.0
+
+
+def test_a_telling_spread_over_a_few_other_turns_also_contests_the_name() -> None:
+    # no single other turn says a majority of the 6 words, but their best three say 2 more in total
+    assert contested(named=[2, 1, 1, 0], other=[2, 2, 2, 1], words=6)
+    assert not contested(named=[2, 2, 1], other=[2, 2, 2], words=6)  # one more only
+    assert not contested(named=[3, 1], other=[3, 2], words=6)  # a tie at the top, 1 more in all
+
+
+def test_one_other_turn_with_most_words_contests_the_name() -> None:
+    assert contested(named=[1], other=[2], words=3)
+    assert not contested(named=[1], other=[2], words=4)  # 2 of 4 is no majority
+    assert not contested(named=[2], other=[2], words=3)  # as good as the named one
 
 
 def test_without_entities_there_is_nothing_to_weaken() -> None:

@@ -4,15 +4,17 @@ The entity signal boosts memories that carry a name the question names: in a con
 answers are the named person's own turns. A question can name the wrong person, though ("What does
 Caroline say running has been great for?", answered by Melanie), and then the boost lifts the named
 person's unrelated turns over the answer. The question text cannot tell the two apart; the
-candidates can. When some memory *without* the name says most of the question's other words, and
-more of them than any memory *with* the name, the named person is not the one who told it, and the
-boost is weakened for that request (``RankingWeights.contested_entity``, a share of the boost kept).
+candidates can. When the memories *without* the name say the question's other words better than the
+memories *with* it (one of them says most of the words and more than any named one, or their best
+few say clearly more of them in total), the named person is not the one who told it, and the boost
+is weakened for that request (``RankingWeights.contested_entity``, a share of the boost kept).
 
 Words are compared in a light stemmed form (see :func:`stem`), so "painted" meets "painting".
 """
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 
@@ -20,6 +22,10 @@ from memory_orchestrator.domain.candidates import Candidate
 from memory_orchestrator.domain.planner import content_terms
 from memory_orchestrator.ports.text import tokenize
 
+#: How many best matches per side the spread test of :func:`contested` adds up.
+TOP_MATCHES = 3
+#: How many more question words the other side's best matches must say in total.
+MARGIN = 2
 #: Verb and adverb endings :func:`stem` removes (the first that fits), longer before shorter.
 _ENDINGS = ("ingly", "edly", "ing", "ed")
 #: Shortest stem an ending may leave ("sing" stays "sing", "red" stays "red").
@@ -73,21 +79,34 @@ def entity_share(
     matches: Mapping[str, Sequence[str]],
     contested_share: float,
 ) -> float:
-    """The share of the entity boost this request keeps: 1.0, or ``contested_share`` when a candidate
-    carrying none of the question's entities covers more of its other words than every candidate that
-    carries one, and more than half of them (``matches``: memory id -> the entities it carries).
+    """The share of the entity boost this request keeps: 1.0, or ``contested_share`` when the
+    candidates carrying none of the question's entities say its other words better than those that
+    carry one (see :func:`contested`; ``matches``: memory id -> the entities it carries).
     """
     if not entities or contested_share >= 1.0:
         return 1.0
     stems = question_stems(query, entities)
     if not stems:
         return 1.0
-    named = other = 0
+    named: list[int] = []
+    other: list[int] = []
     for candidate in candidates:
-        found = coverage(candidate.words(), stems)
-        if matches.get(candidate.memory_id):
-            named = max(named, found)
-        else:
-            other = max(other, found)
-    # a majority of the question's words, or the "better" match may be two stray words of a long question
-    return contested_share if other > named and 2 * other > len(stems) else 1.0
+        side = named if matches.get(candidate.memory_id) else other
+        side.append(coverage(candidate.words(), stems))
+    return contested_share if contested(named, other, len(stems)) else 1.0
+
+
+def contested(named: list[int], other: list[int], words: int) -> bool:
+    """True when the memories without the name say the question better than those with it.
+
+    ``named`` and ``other`` are how many of the question's ``words`` each memory says. Either the
+    best other memory says a majority of them and more than the best named one (one memory told
+    it), or the best ``TOP_MATCHES`` other memories say at least ``MARGIN`` more of them in total
+    than the best named ones (the telling is spread over a few turns).
+    """
+    best_named, best_other = max(named, default=0), max(other, default=0)
+    # a majority, or the "better" match may be two stray words of a long question
+    if best_other > best_named and 2 * best_other > words:
+        return True
+    top_named = sum(heapq.nlargest(TOP_MATCHES, named))
+    return sum(heapq.nlargest(TOP_MATCHES, other)) - top_named >= MARGIN
