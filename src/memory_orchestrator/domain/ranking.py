@@ -62,6 +62,8 @@ class RankingContext:
     task: str = ""
     #: Number of retrieval lists that ran (for the cross-reference signal).
     total_lists: int = 1
+    #: The question asks for several things (``list_questions``): the entity weighs more.
+    several: bool = False
 
 
 @dataclass(slots=True)
@@ -163,7 +165,8 @@ def score_candidate(
     strong, weak = sorted((signals["relevance"], signals["graph"]), reverse=True)
     score = weights.relevance * strong + weights.graph * weak
     score += recency_weight * signals["recency"] + weights.type_match * signals["type_match"]
-    score += weights.entity * signals["entity"] + weights.importance * signals["importance"]
+    entity_weight = weights.entity + (weights.list_entity if context.several else 0.0)
+    score += entity_weight * signals["entity"] + weights.importance * signals["importance"]
     score += weights.cross_reference * signals["cross_reference"] - weights.noise * signals["noise"]
     score += weights.time * signals["time"]
     superseded = bool(record.superseded_by)
