@@ -15,7 +15,7 @@ Words are compared in a light stemmed form (see :func:`stem`), so "painted" meet
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 from memory_orchestrator.domain.candidates import Candidate
@@ -67,9 +67,15 @@ def question_stems(query: str, entities: Sequence[str]) -> frozenset[str]:
     return frozenset(stem(term) for term in content_terms(query) if len(term) > 1 and term not in names)
 
 
-def coverage(words: Iterable[str], stems: frozenset[str]) -> int:
+def coverage(words: frozenset[str], stems: frozenset[str]) -> int:
     """How many of ``stems`` the memory's ``words`` say."""
-    return len(stems.intersection(stem(word) for word in words))
+    return len(stems & stemmed(words))
+
+
+@lru_cache(maxsize=16384)
+def stemmed(words: frozenset[str]) -> frozenset[str]:
+    """The stems of a memory's words; cached, as the same memories come back query after query."""
+    return frozenset(stem(word) for word in words)
 
 
 def entity_share(
