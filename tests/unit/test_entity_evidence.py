@@ -100,3 +100,14 @@ def test_rank_puts_the_other_speakers_answer_first() -> None:
     assert ranked_ids(_pool(), boosted)[0] == "tim-1"  # the old behaviour: the full boost
     ranked = ranked_ids(_pool(), PipelineConfig())
     assert ranked[0] == "john-1"
+
+
+def test_the_reasons_say_the_boost_was_withheld() -> None:
+    context = RankingContext(query=QUESTION, intent=Intent.GENERAL, entities=("Tim",), now=NOW)
+    ranked, _ = rank(_pool(), context, PipelineConfig())
+    tim = next(item for item in ranked if item.record.id == "tim-1")
+    assert tim.signals["entity"] == 0.0
+    assert "entity match: Tim (boost withheld: other memories say the question better)" in tim.reasons
+    boosted = PipelineConfig(weights=replace(RankingWeights(), contested_entity=1.0))
+    ranked, _ = rank(_pool(), context, boosted)
+    assert "entity match: Tim" in next(item for item in ranked if item.record.id == "tim-1").reasons

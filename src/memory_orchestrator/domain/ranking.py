@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from memory_orchestrator.domain.candidates import Candidate
@@ -64,6 +64,8 @@ class RankingContext:
     total_lists: int = 1
     #: The question asks for several things (``list_questions``): the entity weighs more.
     several: bool = False
+    #: Share of the entity boost the candidates back (``entity_evidence``); set by :func:`rank`.
+    entity_share: float = 1.0
 
 
 @dataclass(slots=True)
@@ -121,6 +123,7 @@ def rank(
     specificity = entity_specificity(matches, [name for name, _ in patterns])
     contested = config.weights.contested_entity
     share = entity_share(context.query, context.entities, candidates, matches, contested)
+    context = replace(context, entity_share=share)
     ranked = []
     for candidate in candidates:
         found = matches[candidate.memory_id]
@@ -292,7 +295,10 @@ def reasons_for(item: RankedItem, context: RankingContext) -> list[str]:
     if candidate.path:
         reasons.append(path_reason(candidate))
     if item.matched:
-        reasons.append("entity match: " + ", ".join(item.matched))
+        withheld = (
+            " (boost withheld: other memories say the question better)" if context.entity_share < 1 else ""
+        )
+        reasons.append("entity match: " + ", ".join(item.matched) + withheld)
     if _time_matters(context) and signals["recency"] >= 0.5:
         reasons.append("recent")
     if signals["type_match"] >= 0.5:
@@ -306,6 +312,13 @@ def reasons_for(item: RankedItem, context: RankingContext) -> list[str]:
     if item.superseded:
         reasons.append("superseded by " + ", ".join(item.record.superseded_by))
     return reasons
+
+
+def _withheld(context: RankingContext) -> str:
+    if context.entity_share >= 1.0:
+        return ""
+    cut = "withheld" if context.entity_share == 0.0 else f"cut to {context.entity_share:g}"
+    return f" (boost {cut}: other memories say the question better)"
 
 
 def path_reason(candidate: Candidate) -> str:
