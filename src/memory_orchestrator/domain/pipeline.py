@@ -15,6 +15,7 @@ from memory_orchestrator.domain.as_of import drop_future_superseders
 from memory_orchestrator.domain.candidates import Candidate
 from memory_orchestrator.domain.config import PipelineConfig
 from memory_orchestrator.domain.dedup import deduplicate
+from memory_orchestrator.domain.list_questions import is_list_question
 from memory_orchestrator.domain.planner import content_terms
 from memory_orchestrator.domain.planner import plan as make_plan
 from memory_orchestrator.domain.ranking import RankedItem, RankingContext, rank
@@ -328,6 +329,7 @@ def _rank(
         time_window=plan.time_window,
         task=request.task,
         total_lists=max(1, len(found.lists)),
+        several=is_list_question(plan.intent_cues),
     )
     ranked, warnings = rank(candidates, context, config, scorers)
     for warning in warnings:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
 
+from memory_orchestrator.domain.list_questions import SEVERAL_CUE, several_cue
 from memory_orchestrator.domain.requests import PlanOverrides
 from memory_orchestrator.domain.results import QueryPlan
 from memory_orchestrator.domain.time_expressions import infer_time_window
@@ -112,7 +113,7 @@ def plan(
         canonical=canonical,
         subqueries=() if episodic else decompose(canonical),
         intent=intent,
-        intent_cues=cues + tuple(f"time: {phrase}" for phrase in phrases),
+        intent_cues=cues + tuple(f"time: {phrase}" for phrase in phrases) + several_cue(canonical),
         entities=entities,
         time_window=window,
         strategy=strategy,
@@ -127,7 +128,9 @@ def apply_overrides(inferred: QueryPlan, overrides: PlanOverrides) -> QueryPlan:
     changes: dict[str, object] = {}
     if overrides.intent is not None:
         changes["intent"] = overrides.intent
-        changes["intent_cues"] = ("override",)
+        # the list cue is not about the intent: it survives the override
+        several = tuple(cue for cue in inferred.intent_cues if cue.startswith(SEVERAL_CUE))
+        changes["intent_cues"] = ("override", *several)
     if overrides.entities is not None:
         changes["entities"] = tuple(overrides.entities)
     if overrides.time_window is not None:

@@ -19,11 +19,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from memory_orchestrator.domain.candidates import Candidate
 from memory_orchestrator.domain.config import PipelineConfig
+from memory_orchestrator.domain.entity_evidence import entity_share
 from memory_orchestrator.ports import Intent, MemoryRecord, Scorer, ScoringContext, TimeRange
 from memory_orchestrator.ports.text import has_causal_cue, tokenize
 
@@ -61,6 +62,10 @@ class RankingContext:
     task: str = ""
     #: Number of retrieval lists that ran (for the cross-reference signal).
     total_lists: int = 1
+    #: The question asks for several things (``list_questions``): the entity weighs more.
+    several: bool = False
+    #: Share of the entity boost the candidates back (``entity_evidence``); set by :func:`rank`.
+    entity_share: float = 1.0
 
 
 @dataclass(slots=True)
@@ -116,10 +121,13 @@ def rank(
     patterns = [name_pattern(name) for name in context.entities]
     matches = {c.memory_id: matched_entities(c.record, patterns) for c in candidates}
     specificity = entity_specificity(matches, [name for name, _ in patterns])
+    contested = config.weights.contested_entity
+    share = entity_share(context.query, context.entities, candidates, matches, contested)
+    context = replace(context, entity_share=share)
     ranked = []
     for candidate in candidates:
         found = matches[candidate.memory_id]
-        entity = sum(specificity[name] for name in found) / len(patterns) if patterns else 0.0
+        entity = share * sum(specificity[name] for name in found) / len(patterns) if patterns else 0.0
         item = score_candidate(candidate, context, config, patterns, entity=entity, matched=found)
         _apply_scorers(item, scorers, scoring, broken, warnings, config.weights.superseded_factor)
         ranked.append(item)
@@ -160,7 +168,8 @@ def score_candidate(
     strong, weak = sorted((signals["relevance"], signals["graph"]), reverse=True)
     score = weights.relevance * strong + weights.graph * weak
     score += recency_weight * signals["recency"] + weights.type_match * signals["type_match"]
-    score += weights.entity * signals["entity"] + weights.importance * signals["importance"]
+    entity_weight = weights.entity + (weights.list_entity if context.several else 0.0)
+    score += entity_weight * signals["entity"] + weights.importance * signals["importance"]
     score += weights.cross_reference * signals["cross_reference"] - weights.noise * signals["noise"]
     score += weights.time * signals["time"]
     superseded = bool(record.superseded_by)
@@ -286,7 +295,10 @@ def reasons_for(item: RankedItem, context: RankingContext) -> list[str]:
     if candidate.path:
         reasons.append(path_reason(candidate))
     if item.matched:
-        reasons.append("entity match: " + ", ".join(item.matched))
+        withheld = (
+            " (boost withheld: other memories say the question better)" if context.entity_share < 1 else ""
+        )
+        reasons.append("entity match: " + ", ".join(item.matched) + withheld)
     if _time_matters(context) and signals["recency"] >= 0.5:
         reasons.append("recent")
     if signals["type_match"] >= 0.5:
@@ -300,6 +312,13 @@ def reasons_for(item: RankedItem, context: RankingContext) -> list[str]:
     if item.superseded:
         reasons.append("superseded by " + ", ".join(item.record.superseded_by))
     return reasons
+
+
+def _withheld(context: RankingContext) -> str:
+    if context.entity_share >= 1.0:
+        return ""
+    cut = "withheld" if context.entity_share == 0.0 else f"cut to {context.entity_share:g}"
+    return f" (boost {cut}: other memories say the question better)"
 
 
 def path_reason(candidate: Candidate) -> str:

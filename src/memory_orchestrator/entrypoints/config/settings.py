@@ -101,6 +101,8 @@ class WeightsSection(Section):
     graph: float = Field(default=_WEIGHTS.graph, ge=0, le=10)
     type_match: float = Field(default=_WEIGHTS.type_match, ge=0, le=10)
     entity: float = Field(default=_WEIGHTS.entity, ge=0, le=10)
+    contested_entity: float = Field(default=_WEIGHTS.contested_entity, ge=0, le=1)
+    list_entity: float = Field(default=_WEIGHTS.list_entity, ge=0, le=10)
     importance: float = Field(default=_WEIGHTS.importance, ge=0, le=10)
     cross_reference: float = Field(default=_WEIGHTS.cross_reference, ge=0, le=10)
     duplication: float = Field(default=_WEIGHTS.duplication, ge=0, le=10)
