@@ -12,9 +12,10 @@ import gc
 import pytest
 
 from memory_orchestrator.adapters.sqlite import rows
-from memory_orchestrator.domain import candidates, dedup
+from memory_orchestrator.domain import candidates, dedup, entity_evidence
 from memory_orchestrator.entrypoints.cli import console
 from memory_orchestrator.ports import EdgeType
+from memory_orchestrator.ports.text import tokenize
 
 ROW = (
     "mem-1",
@@ -86,3 +87,13 @@ def test_the_console_script_collects_the_young_generation_less_often(
     finally:
         gc.set_threshold(*before)
     assert capsys.readouterr().out.startswith("orchestrator ")
+
+
+def test_the_stems_cache_is_keyed_by_content_and_holds_a_plain_tuple() -> None:
+    text = "Melanie painted games and painting sunsets"
+    stems = entity_evidence.stemmed(text)
+    assert untracked_after_collection(stems)
+    assert len(stems) == len(set(stems)) == 4  # painted / painting: one stem; "and" is no word
+    assert set(stems) == {entity_evidence.stem(word) for word in tokenize(text)}
+    question = frozenset(entity_evidence.stem(word) for word in ("paint", "game", "lake"))
+    assert entity_evidence.coverage("She paints games", question) == 2

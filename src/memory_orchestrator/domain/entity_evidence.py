@@ -67,15 +67,17 @@ def question_stems(query: str, entities: Sequence[str]) -> frozenset[str]:
     return frozenset(stem(term) for term in content_terms(query) if len(term) > 1 and term not in names)
 
 
-def coverage(words: frozenset[str], stems: frozenset[str]) -> int:
-    """How many of ``stems`` the memory's ``words`` say."""
-    return len(stems & stemmed(words))
+def coverage(content: str, stems: frozenset[str]) -> int:
+    """How many of ``stems`` the memory's ``content`` says."""
+    return len(stems.intersection(stemmed(content)))
 
 
 @lru_cache(maxsize=16384)
-def stemmed(words: frozenset[str]) -> frozenset[str]:
-    """The stems of a memory's words; cached, as the same memories come back query after query."""
-    return frozenset(stem(word) for word in words)
+def stemmed(content: str) -> tuple[str, ...]:
+    """The distinct stems of a memory's words; cached by content, as the same memories come back
+    query after query. Plain tuples of strings, which the cycle collector stops tracking (cached sets,
+    keyed by sets, would be walked by every full collection)."""
+    return tuple({stem(word): None for word in tokenize(content)})
 
 
 def entity_share(
@@ -98,7 +100,7 @@ def entity_share(
     other: list[int] = []
     for candidate in candidates:
         side = named if matches.get(candidate.memory_id) else other
-        side.append(coverage(candidate.words(), stems))
+        side.append(coverage(candidate.record.content, stems))
     return contested_share if contested(named, other, len(stems)) else 1.0
 
 
