@@ -27,6 +27,7 @@ from datetime import datetime
 
 import aiosqlite
 
+from memory_orchestrator.adapters.sqlite.impacts import reindex
 from memory_orchestrator.adapters.sqlite.records import records_from_rows
 from memory_orchestrator.adapters.sqlite.rows import MEMORY_COLUMNS, stamp
 from memory_orchestrator.ports import MemoryRecord, parse_timestamp
@@ -117,7 +118,8 @@ async def context_records(db: aiosqlite.Connection, ids: Sequence[str]) -> dict[
 
 async def refresh(db: aiosqlite.Connection, around: list[Neighbour]) -> None:
     """Re-derive the context of ``around``, the neighbours of a memory just inserted (it is now
-    theirs) or just forgotten (the ones beyond it now are)."""
+    theirs) or just forgotten (the ones beyond it now are), and their keyword postings with it."""
     for row in around:
         context = context_from(await neighbours(db, row.created_at, row.rowid), row.created_at, row.source)
         await db.execute("UPDATE memories_fts SET context = ? WHERE rowid = ?", (context, row.rowid))
+    await reindex(db, [row.rowid for row in around])

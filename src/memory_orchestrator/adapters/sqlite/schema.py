@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import aiosqlite
 
+from memory_orchestrator.adapters.sqlite.impacts import DEFAULT_LENGTH, LENGTH, impact_sql
 from memory_orchestrator.adapters.sqlite.transactions import rollback
 from memory_orchestrator.ports import BackendRejected
 
@@ -161,6 +162,25 @@ FROM memories_fts f JOIN memories m ON m.rowid = f.rowid,
 WHERE m.deleted_at IS NULL AND f.tokens != '';
 """
 
+# Version 6: impact-ordered postings of the keyword index (adapters/sqlite/impacts.py): keyword
+# search scores only the matches that can make its pool. Existing rows get theirs from FTS5's own
+# vocabulary (its stems, both columns); the reference length is the store's average row length.
+SCHEMA_V6 = f"""
+CREATE TABLE IF NOT EXISTS keyword_impacts (
+    term TEXT NOT NULL,
+    impact REAL NOT NULL,
+    row INTEGER NOT NULL,
+    PRIMARY KEY (term, impact, row)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS keyword_impacts_row ON keyword_impacts(row);
+CREATE VIRTUAL TABLE temp.impacts_v6 USING fts5vocab(main, 'memories_fts', 'instance');
+INSERT OR REPLACE INTO meta (key, value)
+SELECT 'keyword_length', coalesce(CAST(count(*) AS REAL) / nullif(count(DISTINCT doc), 0), {DEFAULT_LENGTH!r})
+FROM temp.impacts_v6;
+{impact_sql("temp.impacts_v6", LENGTH)};
+DROP TABLE temp.impacts_v6;
+"""
+
 #: (version, script) in order; a database at version N runs every script above N.
 MIGRATIONS: tuple[tuple[int, str], ...] = (
     (1, SCHEMA_V1),
@@ -168,6 +188,7 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
     (3, SCHEMA_V3),
     (4, SCHEMA_V4),
     (5, SCHEMA_V5),
+    (6, SCHEMA_V6),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -1,0 +1,248 @@
+"""Keyword search that scores only the matches that can make the top: impact-ordered postings.
+
+FTS5's ``bm25()`` scores every match before ``ORDER BY rank LIMIT`` keeps the best, and at 100k
+memories a common query term matches tens of thousands of them (most of a context call's SQL time).
+``keyword_impacts`` keeps, per stemmed term of the keyword index (both columns, FTS5's own
+stemmer), each memory's BM25 term part ``f (k1 + 1) / (f + k1 (1 - b + b d / L))`` (``f``: the
+column-weighted frequency, ``d``: the row's tokens, ``L``: the reference length in ``meta``),
+ordered best first. A query reads the best postings of each term, takes every memory matching two
+or more of its terms from FTS5 (a cheap boolean query), and lets FTS5 score only those candidates
+with the same ``bm25()`` as before; a memory outside them matches one term only and scores at most
+that term's idf times its last posting read (scaled by how far the store's average length has
+drifted from ``L``), so when the pool's worst score beats that bound the pool is exactly FTS5's
+(up to ties). Otherwise the postings down to the bound the pool sets are read and scored too, which
+is exact; when even that would read most postings, the plain query runs instead.
+
+The postings follow the FTS rows: every write of a row (insert, context refresh, forget) re-derives
+that row's postings here (``reindex`` / ``unindex``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
+
+from memory_orchestrator.ports.text import CONTEXT_WEIGHT
+
+#: BM25's constants as FTS5's ``bm25()`` uses them.
+K1 = 1.2
+B = 0.75
+#: The reference row length of a store whose index was empty when its postings began.
+DEFAULT_LENGTH = 32.0
+#: Below this many postings of the query's terms the plain FTS5 query is as cheap.
+SMALL_QUERY = 6000
+#: Most distinct stems a query is pruned over (the pairs query grows with their square).
+MOST_STEMS = 6
+#: Give up pruning when the second round would read more than this share of a term's postings.
+DEEPEST = 0.25
+
+# A scratch FTS5 table with the keyword index's tokenizer and columns: its vocabulary is the stems
+# FTS5 derives, so the postings use exactly the index's terms (no second stemmer to drift from it).
+_SCRATCH = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.stems USING fts5("
+    "tokens, context, tokenize = 'porter unicode61 remove_diacritics 0')"
+)
+_SCRATCH_VOCAB = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.stems_vocab USING fts5vocab(temp, 'stems', 'instance')"
+)
+
+
+class Connection(Protocol):
+    """What the postings need of a connection (aiosqlite's or the bulk path's ``SyncConnection``)."""
+
+    async def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Any: ...
+
+    async def execute_fetchall(self, sql: str, parameters: Sequence[Any] = ..., /) -> Iterable[Any]: ...
+
+
+def impact_sql(vocab: str, length: str) -> str:
+    """``INSERT`` of the postings of every row in the fts5vocab ``instance`` table ``vocab``."""
+    weight = f"CASE col WHEN 'context' THEN {CONTEXT_WEIGHT!r} ELSE 1.0 END"
+    return (
+        "INSERT INTO keyword_impacts (term, impact, row) "
+        f"SELECT i.term, i.f * {K1 + 1.0!r} / (i.f + {K1!r} * ({1.0 - B!r} + {B!r} * l.d / ({length}))), "
+        "i.doc "
+        f"FROM (SELECT term, doc, sum({weight}) AS f FROM {vocab} GROUP BY term, doc) i "
+        f"JOIN (SELECT doc, count(*) AS d FROM {vocab} GROUP BY doc) l ON l.doc = i.doc"
+    )
+
+
+#: The reference row length of the impacts (fixed when the postings began: they are ordered by it).
+LENGTH = (
+    "SELECT coalesce((SELECT CAST(value AS REAL) FROM meta WHERE key = 'keyword_length'), "
+    f"{DEFAULT_LENGTH!r})"
+)
+
+
+async def reindex(db: Connection, rowids: Iterable[int]) -> None:
+    """Re-derive the postings of the FTS rows ``rowids`` from what FTS now holds for them (a row no
+    longer in FTS loses its postings)."""
+    wanted = json.dumps(sorted(set(rowids)))
+    if wanted == "[]":
+        return
+    await db.execute(_SCRATCH)
+    await db.execute(_SCRATCH_VOCAB)
+    await db.execute("DELETE FROM keyword_impacts WHERE row IN (SELECT value FROM json_each(?))", (wanted,))
+    await db.execute(
+        "INSERT INTO temp.stems (rowid, tokens, context) SELECT rowid, tokens, context FROM memories_fts "
+        "WHERE rowid IN (SELECT value FROM json_each(?))",
+        (wanted,),
+    )
+    await db.execute(impact_sql("temp.stems_vocab", LENGTH))
+    await db.execute("DELETE FROM temp.stems")
+
+
+async def unindex(db: Connection, rowid: int) -> None:
+    """Drop the postings of a row taken out of FTS."""
+    await db.execute("DELETE FROM keyword_impacts WHERE row = ?", (rowid,))
+
+
+async def best_matches(
+    db: Connection, bm25: str, terms: Sequence[str], pool: int
+) -> list[tuple[int, float]] | None:
+    """The ``pool`` best ``(rowid, bm25)`` matches of the FTS ``OR`` of ``terms``, as FTS5's
+    ``ORDER BY bm25 LIMIT pool`` over every match finds them; ``None`` when the plain query is as
+    cheap (few postings) or pruning would not pay."""
+    stems = await _stems(db, terms)
+    if stems is None:
+        return None
+    distinct = list(dict.fromkeys(stems))
+    counts = {stem: await _postings(db, stem) for stem in distinct}
+    if sum(counts.values()) <= SMALL_QUERY or len(distinct) > MOST_STEMS:
+        return None
+    rows, length = await _averages(db)
+    if rows == 0:
+        return None
+    # a phrase's idf as bm25() computes it; a stem spelled by two query terms is two phrases
+    idf = {stem: stems.count(stem) * _idf(rows, counts[stem]) for stem in distinct}
+    stretch = max(1.0, length / await _reference_length(db))
+    spelled = {stem: term for term, stem in zip(terms, stems, strict=True)}
+    pairs = [
+        f"({_quoted(spelled[a])} AND {_quoted(spelled[b])})"
+        for index, a in enumerate(distinct)
+        for b in distinct[index + 1 :]
+    ]
+    query = " OR ".join(_quoted(term) for term in terms)
+    scorer = _Scorer(db, bm25, query, " OR ".join(pairs) or None, pool)
+    candidates: set[int] = set()
+    bounds: dict[str, float] = {}
+    for stem in distinct:
+        postings = await _best_postings(db, stem, pool)
+        candidates.update(row for row, _ in postings)
+        last = postings[-1][1] if len(postings) == pool else 0.0
+        bounds[stem] = idf[stem] * last * stretch
+    best = await scorer.score(candidates)
+    worst = -best[-1][1] if len(best) == pool else None
+    if worst is not None and max(bounds.values()) <= worst:
+        return best
+    if worst is None or worst <= 0.0:
+        return None
+    for stem in distinct:
+        if bounds[stem] > worst:
+            floor = worst / (idf[stem] * stretch)
+            deeper = await _postings_above(db, stem, floor, int(counts[stem] * DEEPEST) + 1)
+            if deeper is None:
+                return None
+            candidates.update(deeper)
+    return await scorer.score(candidates)
+
+
+class _Scorer:
+    """FTS5's own ``bm25()`` over a candidate set (scanning the matches, scoring only candidates)."""
+
+    def __init__(self, db: Connection, bm25: str, query: str, pairs: str | None, pool: int) -> None:
+        self.db, self.query, self.pairs, self.pool = db, query, pairs, pool
+        # '+rowid': a filter, not a rowid lookup (FTS5 would re-run the whole query per value)
+        chosen = "SELECT value FROM json_each(?)"
+        if pairs is not None:
+            chosen += " UNION SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?"
+        self.sql = (
+            f"SELECT rowid, {bm25} AS rank FROM memories_fts WHERE memories_fts MATCH ? "
+            f"AND +rowid IN ({chosen}) ORDER BY rank LIMIT ?"
+        )
+
+    async def score(self, candidates: set[int]) -> list[tuple[int, float]]:
+        params: list[object] = [self.query, json.dumps(sorted(candidates))]
+        if self.pairs is not None:
+            params.append(self.pairs)
+        rows = await self.db.execute_fetchall(self.sql, [*params, self.pool])
+        return [(int(row[0]), float(row[1])) for row in rows]
+
+
+def _quoted(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _idf(rows: int, hits: int) -> float:
+    # fts5_aux.c: log((N - n + 0.5) / (n + 0.5)), floored at 1e-6
+    value = math.log((rows - hits + 0.5) / (hits + 0.5))
+    return value if value > 0.0 else 1e-6
+
+
+async def _stems(db: Connection, terms: Sequence[str]) -> list[str] | None:
+    """Each term's stem in the keyword index (``None`` unless every term is exactly one token)."""
+    await db.execute(_SCRATCH)
+    await db.execute(_SCRATCH_VOCAB)
+    try:
+        for position, term in enumerate(terms):
+            await db.execute("INSERT INTO temp.stems (rowid, tokens) VALUES (?, ?)", (position, term))
+        found: dict[int, list[str]] = {}
+        for doc, stem in await db.execute_fetchall("SELECT doc, term FROM temp.stems_vocab"):
+            found.setdefault(int(doc), []).append(str(stem))
+    finally:
+        await db.execute("DELETE FROM temp.stems")
+    if any(len(found.get(position, [])) != 1 for position in range(len(terms))):
+        return None
+    return [found[position][0] for position in range(len(terms))]
+
+
+async def _postings(db: Connection, stem: str) -> int:
+    rows = await db.execute_fetchall("SELECT count(*) FROM keyword_impacts WHERE term = ?", (stem,))
+    return int(next(iter(rows))[0])
+
+
+async def _best_postings(db: Connection, stem: str, limit: int) -> list[tuple[int, float]]:
+    sql = "SELECT row, impact FROM keyword_impacts WHERE term = ? ORDER BY impact DESC LIMIT ?"
+    return [(int(row[0]), float(row[1])) for row in await db.execute_fetchall(sql, (stem, limit))]
+
+
+async def _postings_above(db: Connection, stem: str, floor: float, most: int) -> list[int] | None:
+    """Rows of ``stem``'s postings with impact at least ``floor``; ``None`` if more than ``most``."""
+    sql = "SELECT row FROM keyword_impacts WHERE term = ? AND impact >= ? ORDER BY impact DESC LIMIT ?"
+    rows = [int(row[0]) for row in await db.execute_fetchall(sql, (stem, floor, most + 1))]
+    return None if len(rows) > most else rows
+
+
+async def _reference_length(db: Connection) -> float:
+    return float(next(iter(await db.execute_fetchall(LENGTH)))[0])
+
+
+async def _averages(db: Connection) -> tuple[int, float]:
+    """FTS5's row count and average row length (in tokens), from its averages record."""
+    found = list(await db.execute_fetchall("SELECT block FROM memories_fts_data WHERE id = 1"))
+    if not found or not found[0][0]:
+        return 0, 0.0
+    values = _varints(bytes(found[0][0]))
+    rows = values[0] if values else 0
+    return rows, (sum(values[1:]) / rows if rows else 0.0)
+
+
+def _varints(blob: bytes) -> list[int]:
+    """SQLite varints (big-endian 7-bit groups; a ninth byte carries 8 bits)."""
+    values: list[int] = []
+    position = 0
+    while position < len(blob):
+        value = 0
+        for width in range(9):
+            byte = blob[position]
+            position += 1
+            if width == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if byte < 0x80:
+                break
+        values.append(value)
+    return values
