@@ -52,6 +52,7 @@ async def test_the_pruned_pool_is_the_pool_of_scoring_every_match(
     # a reference length far from the rows' (6 against ~15) orders postings unlike the scores: the
     # first postings read are not the pool, and the bound must send the search deeper
     monkeypatch.setattr(impacts, "SMALL_QUERY", 0)
+    monkeypatch.setattr(impacts, "SMALL_STORE", 0)
     monkeypatch.setattr(impacts, "DEEPEST", 1.0)
     monkeypatch.setattr(retrieval, "KEYWORD_POOL", 8)
     used: list[bool] = []
@@ -114,6 +115,7 @@ async def test_postings_ordered_unlike_the_scores_still_give_the_best_pool(
     # by a reference length of 2 the short rows with one "invoice" come first, but against the
     # store's real average the long rows saying it three times score higher: the bound must find them
     monkeypatch.setattr(impacts, "SMALL_QUERY", 0)
+    monkeypatch.setattr(impacts, "SMALL_STORE", 0)
     monkeypatch.setattr(impacts, "DEEPEST", 1.0)
     monkeypatch.setattr(retrieval, "KEYWORD_POOL", 8)
     filler = " ".join(f"word{k}" for k in range(12))

@@ -31,6 +31,8 @@ K1 = 1.2
 B = 0.75
 #: The reference row length of a store whose index was empty when its postings began.
 DEFAULT_LENGTH = 32.0
+#: Below this many memories (max rowid) every query is cheap enough to score all its matches.
+SMALL_STORE = 20000
 #: Below this many postings of the query's terms the plain FTS5 query is as cheap.
 SMALL_QUERY = 6000
 #: Most distinct stems a query is pruned over (the pairs query grows with their square).
@@ -61,9 +63,9 @@ def impact_sql(vocab: str, length: str) -> str:
     """``INSERT`` of the postings of every row in the fts5vocab ``instance`` table ``vocab``."""
     weight = f"CASE col WHEN 'context' THEN {CONTEXT_WEIGHT!r} ELSE 1.0 END"
     return (
-        "INSERT INTO keyword_impacts (term, impact, row) "
+        "INSERT INTO keyword_impacts (term, impact, row, f, d) "
         f"SELECT i.term, i.f * {K1 + 1.0!r} / (i.f + {K1!r} * ({1.0 - B!r} + {B!r} * l.d / ({length}))), "
-        "i.doc "
+        "i.doc, i.f, l.d "
         f"FROM (SELECT term, doc, sum({weight}) AS f FROM {vocab} GROUP BY term, doc) i "
         f"JOIN (SELECT doc, count(*) AS d FROM {vocab} GROUP BY doc) l ON l.doc = i.doc"
     )
@@ -99,38 +101,41 @@ async def unindex(db: Connection, rowid: int) -> None:
     await db.execute("DELETE FROM keyword_impacts WHERE row = ?", (rowid,))
 
 
+#: One posting read: ``(row, impact, f, d)``.
+Posting = tuple[int, float, float, int]
+
+
 async def best_matches(
-    db: Connection, bm25: str, terms: Sequence[str], pool: int
+    db: Connection, bm25: str, terms: Sequence[str], pool: int, size: int
 ) -> list[tuple[int, float]] | None:
     """The ``pool`` best ``(rowid, bm25)`` matches of the FTS ``OR`` of ``terms``, as FTS5's
     ``ORDER BY bm25 LIMIT pool`` over every match finds them; ``None`` when the plain query is as
-    cheap (few postings) or pruning would not pay."""
-    stems = await _stems(db, terms)
-    if stems is None:
+    cheap (a store of ``size`` memories or fewer postings) or pruning would not pay."""
+    if size < SMALL_STORE:
         return None
+    found = await _stems(db, terms)
+    if found is None:
+        return None
+    stems, counts = found
     distinct = list(dict.fromkeys(stems))
-    counts = {stem: await _postings(db, stem) for stem in distinct}
     if sum(counts.values()) <= SMALL_QUERY or len(distinct) > MOST_STEMS:
         return None
-    rows, length = await _averages(db)
+    rows, length, reference = await _averages(db)
     if rows == 0:
         return None
     # a phrase's idf as bm25() computes it; a stem spelled by two query terms is two phrases
     idf = {stem: stems.count(stem) * _idf(rows, counts[stem]) for stem in distinct}
-    stretch = max(1.0, length / await _reference_length(db))
-    spelled = {stem: term for term, stem in zip(terms, stems, strict=True)}
-    pairs = [
-        f"({_quoted(spelled[a])} AND {_quoted(spelled[b])})"
-        for index, a in enumerate(distinct)
-        for b in distinct[index + 1 :]
-    ]
-    query = " OR ".join(_quoted(term) for term in terms)
-    scorer = _Scorer(db, bm25, query, " OR ".join(pairs) or None, pool)
-    candidates: set[int] = set()
+    stretch = max(1.0, length / reference)
+    scorer: _Scorer = (
+        _OwnScorer(idf[distinct[0]], length, pool)
+        if len(distinct) == 1
+        else _FtsScorer(db, bm25, terms, stems, pool)
+    )
+    candidates: dict[int, Posting] = {}
     bounds: dict[str, float] = {}
     for stem in distinct:
         postings = await _best_postings(db, stem, pool)
-        candidates.update(row for row, _ in postings)
+        candidates.update((posting[0], posting) for posting in postings)
         last = postings[-1][1] if len(postings) == pool else 0.0
         bounds[stem] = idf[stem] * last * stretch
     best = await scorer.score(candidates)
@@ -145,29 +150,51 @@ async def best_matches(
             deeper = await _postings_above(db, stem, floor, int(counts[stem] * DEEPEST) + 1)
             if deeper is None:
                 return None
-            candidates.update(deeper)
+            candidates.update((posting[0], posting) for posting in deeper)
     return await scorer.score(candidates)
 
 
-class _Scorer:
-    """FTS5's own ``bm25()`` over a candidate set (scanning the matches, scoring only candidates)."""
+class _Scorer(Protocol):
+    async def score(self, candidates: dict[int, Posting]) -> list[tuple[int, float]]: ...
 
-    def __init__(self, db: Connection, bm25: str, query: str, pairs: str | None, pool: int) -> None:
-        self.db, self.query, self.pairs, self.pool = db, query, pairs, pool
+
+class _OwnScorer:
+    """One stem: ``bm25()`` computed from the postings themselves, as fts5_aux.c computes it."""
+
+    def __init__(self, idf: float, length: float, pool: int) -> None:
+        self.idf, self.length, self.pool = idf, length, pool
+
+    async def score(self, candidates: dict[int, Posting]) -> list[tuple[int, float]]:
+        # the same operations in the same order as fts5Bm25Function, so the same doubles
+        ranked = [
+            (-1.0 * (0.0 + self.idf * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * d / self.length)))), row)
+            for row, _, f, d in candidates.values()
+        ]
+        ranked.sort()
+        return [(row, rank) for rank, row in ranked[: self.pool]]
+
+
+class _FtsScorer:
+    """Several stems: FTS5's own ``bm25()`` over the candidates and every memory matching two or
+    more stems (scanning the matches, scoring only those)."""
+
+    def __init__(self, db: Connection, bm25: str, terms: Sequence[str], stems: list[str], pool: int) -> None:
+        spelled = list({stem: term for term, stem in zip(terms, stems, strict=True)}.values())
+        pairs = [f"({_quoted(a)} AND {_quoted(b)})" for i, a in enumerate(spelled) for b in spelled[i + 1 :]]
+        self.db, self.pool = db, pool
+        self.params = (" OR ".join(_quoted(term) for term in terms), " OR ".join(pairs))
         # '+rowid': a filter, not a rowid lookup (FTS5 would re-run the whole query per value)
-        chosen = "SELECT value FROM json_each(?)"
-        if pairs is not None:
-            chosen += " UNION SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?"
         self.sql = (
-            f"SELECT rowid, {bm25} AS rank FROM memories_fts WHERE memories_fts MATCH ? "
-            f"AND +rowid IN ({chosen}) ORDER BY rank LIMIT ?"
+            f"SELECT rowid, {bm25} AS rank FROM memories_fts WHERE memories_fts MATCH ? AND +rowid IN "
+            "(SELECT value FROM json_each(?) "
+            "UNION SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?) ORDER BY rank LIMIT ?"
         )
 
-    async def score(self, candidates: set[int]) -> list[tuple[int, float]]:
-        params: list[object] = [self.query, json.dumps(sorted(candidates))]
-        if self.pairs is not None:
-            params.append(self.pairs)
-        rows = await self.db.execute_fetchall(self.sql, [*params, self.pool])
+    async def score(self, candidates: dict[int, Posting]) -> list[tuple[int, float]]:
+        query, pairs = self.params
+        rows = await self.db.execute_fetchall(
+            self.sql, (query, json.dumps(sorted(candidates)), pairs, self.pool)
+        )
         return [(int(row[0]), float(row[1])) for row in rows]
 
 
@@ -181,52 +208,51 @@ def _idf(rows: int, hits: int) -> float:
     return value if value > 0.0 else 1e-6
 
 
-async def _stems(db: Connection, terms: Sequence[str]) -> list[str] | None:
-    """Each term's stem in the keyword index (``None`` unless every term is exactly one token)."""
+async def _stems(db: Connection, terms: Sequence[str]) -> tuple[list[str], dict[str, int]] | None:
+    """Each term's stem in the keyword index and each stem's postings (``None`` unless every term
+    is exactly one token)."""
     await db.execute(_SCRATCH)
     await db.execute(_SCRATCH_VOCAB)
     try:
-        for position, term in enumerate(terms):
-            await db.execute("INSERT INTO temp.stems (rowid, tokens) VALUES (?, ?)", (position, term))
-        found: dict[int, list[str]] = {}
-        for doc, stem in await db.execute_fetchall("SELECT doc, term FROM temp.stems_vocab"):
-            found.setdefault(int(doc), []).append(str(stem))
+        sql = "INSERT INTO temp.stems (rowid, tokens) SELECT key, value FROM json_each(?)"
+        await db.execute(sql, (json.dumps(list(terms)),))
+        sql = "SELECT doc, term, (SELECT count(*) FROM keyword_impacts k WHERE k.term = v.term) "
+        found = list(await db.execute_fetchall(sql + "FROM temp.stems_vocab v"))
     finally:
         await db.execute("DELETE FROM temp.stems")
-    if any(len(found.get(position, [])) != 1 for position in range(len(terms))):
+    stems: dict[int, list[str]] = {}
+    for doc, stem, _ in found:
+        stems.setdefault(int(doc), []).append(str(stem))
+    if any(len(stems.get(position, [])) != 1 for position in range(len(terms))):
         return None
-    return [found[position][0] for position in range(len(terms))]
+    return [stems[position][0] for position in range(len(terms))], {str(row[1]): int(row[2]) for row in found}
 
 
-async def _postings(db: Connection, stem: str) -> int:
-    rows = await db.execute_fetchall("SELECT count(*) FROM keyword_impacts WHERE term = ?", (stem,))
-    return int(next(iter(rows))[0])
+async def _best_postings(db: Connection, stem: str, limit: int) -> list[Posting]:
+    sql = "SELECT row, impact, f, d FROM keyword_impacts WHERE term = ? ORDER BY impact DESC LIMIT ?"
+    return [_posting(row) for row in await db.execute_fetchall(sql, (stem, limit))]
 
 
-async def _best_postings(db: Connection, stem: str, limit: int) -> list[tuple[int, float]]:
-    sql = "SELECT row, impact FROM keyword_impacts WHERE term = ? ORDER BY impact DESC LIMIT ?"
-    return [(int(row[0]), float(row[1])) for row in await db.execute_fetchall(sql, (stem, limit))]
+def _posting(row: Sequence[Any]) -> Posting:
+    return (int(row[0]), float(row[1]), float(row[2]), int(row[3]))
 
 
-async def _postings_above(db: Connection, stem: str, floor: float, most: int) -> list[int] | None:
-    """Rows of ``stem``'s postings with impact at least ``floor``; ``None`` if more than ``most``."""
-    sql = "SELECT row FROM keyword_impacts WHERE term = ? AND impact >= ? ORDER BY impact DESC LIMIT ?"
-    rows = [int(row[0]) for row in await db.execute_fetchall(sql, (stem, floor, most + 1))]
+async def _postings_above(db: Connection, stem: str, floor: float, most: int) -> list[Posting] | None:
+    """``stem``'s postings with impact at least ``floor``; ``None`` if more than ``most``."""
+    sql = "SELECT row, impact, f, d FROM keyword_impacts WHERE term = ? AND impact >= ? "
+    sql += "ORDER BY impact DESC LIMIT ?"
+    rows = [_posting(row) for row in await db.execute_fetchall(sql, (stem, floor, most + 1))]
     return None if len(rows) > most else rows
 
 
-async def _reference_length(db: Connection) -> float:
-    return float(next(iter(await db.execute_fetchall(LENGTH)))[0])
-
-
-async def _averages(db: Connection) -> tuple[int, float]:
-    """FTS5's row count and average row length (in tokens), from its averages record."""
-    found = list(await db.execute_fetchall("SELECT block FROM memories_fts_data WHERE id = 1"))
-    if not found or not found[0][0]:
-        return 0, 0.0
-    values = _varints(bytes(found[0][0]))
+async def _averages(db: Connection) -> tuple[int, float, float]:
+    """FTS5's row count and average row length (in tokens), from its averages record, and the
+    reference length of the postings."""
+    sql = f"SELECT (SELECT block FROM memories_fts_data WHERE id = 1), ({LENGTH})"
+    block, reference = next(iter(await db.execute_fetchall(sql)))
+    values = _varints(bytes(block or b""))
     rows = values[0] if values else 0
-    return rows, (sum(values[1:]) / rows if rows else 0.0)
+    return rows, (sum(values[1:]) / rows if rows else 0.0), float(reference)
 
 
 def _varints(blob: bytes) -> list[int]:

@@ -12,7 +12,7 @@ from memory_orchestrator.adapters.sqlite.context import BM25
 from memory_orchestrator.adapters.sqlite.impacts import best_matches
 from memory_orchestrator.adapters.sqlite.records import records_from_rows, select_records
 from memory_orchestrator.adapters.sqlite.rows import MEMORY_COLUMNS, fts_query, visible_clause
-from memory_orchestrator.adapters.sqlite.terms import selective_terms
+from memory_orchestrator.adapters.sqlite.terms import choose_terms, term_frequencies
 from memory_orchestrator.ports import Filters, MemoryRecord
 
 #: Best BM25 matches (at least; four times the limit when larger) joined to their memories.
@@ -28,13 +28,14 @@ async def keyword(
     their memories and filtered (joining every match was most of the cost on a large store). When
     the filters leave fewer than ``limit`` of a full pool, the exact one-phase query runs instead.
     """
-    terms = list(dict.fromkeys(term for term in await selective_terms(db, tokens, unseen=True) if term))
+    frequencies, size = await term_frequencies(db, tokens, unseen=True)
+    terms = list(dict.fromkeys(term for term in choose_terms(frequencies, size) if term))
     query = fts_query(terms)
     if query is None:
         return []
     clause = visible_clause(filters, now)
     pool = max(KEYWORD_POOL, 4 * limit)
-    top, found = await _pool(db, terms, query, pool)
+    top, found = await _pool(db, terms, query, pool, size)
     bounded = (
         f"WITH top AS ({top}) "
         f"SELECT {MEMORY_COLUMNS}, -top.rank AS score FROM top JOIN memories m ON m.rowid = top.rowid "
@@ -59,10 +60,10 @@ async def keyword(
 
 
 async def _pool(
-    db: aiosqlite.Connection, terms: list[str], query: str, pool: int
+    db: aiosqlite.Connection, terms: list[str], query: str, pool: int, size: int
 ) -> tuple[str, tuple[object, ...]]:
     """The SQL of the best ``pool`` matches by BM25 (``rowid``, ``rank``) and its parameters."""
-    best = await best_matches(db, BM25, terms, pool)
+    best = await best_matches(db, BM25, terms, pool, size)
     if best is None:  # straight from FTS5, every match scored
         top = f"SELECT rowid, {BM25} AS rank FROM memories_fts WHERE memories_fts MATCH ? "
         top += "ORDER BY rank LIMIT ?"

@@ -170,6 +170,8 @@ CREATE TABLE IF NOT EXISTS keyword_impacts (
     term TEXT NOT NULL,
     impact REAL NOT NULL,
     row INTEGER NOT NULL,
+    f REAL NOT NULL,
+    d INTEGER NOT NULL,
     PRIMARY KEY (term, impact, row)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS keyword_impacts_row ON keyword_impacts(row);
