@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from memory_orchestrator.adapters.sqlite import create_backend, impacts, retrieval
+from memory_orchestrator.adapters.sqlite import create_backend, impacts, retrieval, schema
 from memory_orchestrator.ports import Filters, NewMemory
 from memory_orchestrator.ports.text import tokenize
 
@@ -36,6 +36,14 @@ def _conversation(count: int) -> list[NewMemory]:
             )
         )
     return memories
+
+
+async def _reorder(db: Any, reference: float) -> None:
+    """Re-derive every posting by another reference length (what drift makes of the stored order)."""
+    await db.execute("UPDATE meta SET value = ? WHERE key = 'keyword_length'", (reference,))
+    rows = [int(row[0]) for row in await db.execute_fetchall("SELECT rowid FROM memories_fts")]
+    await impacts.reindex(db, rows)
+    await db.commit()
 
 
 def _rows(path: Path) -> list[tuple[str, float, int]]:
@@ -67,10 +75,9 @@ async def test_the_pruned_pool_is_the_pool_of_scoring_every_match(
         return None
 
     async with create_backend({"path": str(tmp_path / "m.db")}) as backend:
-        if reference is not None:
-            await backend.db.execute("UPDATE meta SET value = ? WHERE key = 'keyword_length'", (reference,))
-            await backend.db.commit()
         await backend.remember_many(_conversation(240))
+        if reference is not None:
+            await _reorder(backend.db, reference)
         for text in ["invoice budget", "deploy", "outage ferry roadmap", "invoices deployed rare7"]:
             monkeypatch.setattr(retrieval, "best_matches", watched)
             fast = await retrieval.keyword(backend.db, tokenize(text), Filters(), None, 2)
@@ -82,10 +89,16 @@ async def test_the_pruned_pool_is_the_pool_of_scoring_every_match(
 
 
 @pytest.mark.anyio
-async def test_postings_follow_every_write_and_a_version_5_store_gets_the_same(tmp_path: Path) -> None:
+async def test_postings_follow_every_write_as_a_build_from_the_index_finds_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = tmp_path / "m.db"
     async with create_backend({"path": str(path)}) as backend:
         written = await backend.remember_many(_conversation(30))
+        assert _rows(path) == []  # a small store keeps no postings
+        monkeypatch.setattr(impacts, "SMALL_STORE", 30)
+        await backend.remember_many(_conversation(2))  # the write that makes it large builds them all
+        assert {row[2] for row in _rows(path)} >= {1, 30, 32}
         # one at a time, between two indexed turns: both neighbours' context changes
         await backend.remember(
             NewMemory("ferry budget invoice", source="cat", created_at=T0 + timedelta(minutes=3, seconds=30))
@@ -93,19 +106,40 @@ async def test_postings_follow_every_write_and_a_version_5_store_gets_the_same(t
         await backend.remember_many(_conversation(3))  # a batch next to indexed memories
         await backend.forget(written[10].id)  # its neighbours take the memories beyond it
         await backend.forget(written[11].id)
-    maintained = _rows(path)
-    assert maintained
+        maintained = _rows(path)
+        # every posting again from FTS5's whole vocabulary, by the same reference length
+        await backend.db.execute("DELETE FROM keyword_impacts")
+        await backend.db.execute(f"CREATE VIRTUAL TABLE temp.everything USING {impacts.ALL_ROWS}")
+        await backend.db.execute(impacts.impact_sql("temp.everything"))
+        await backend.db.commit()
+    rebuilt = _rows(path)
+    assert rebuilt == maintained
+    assert any(row[0] == "invoic" for row in rebuilt)  # FTS5's stems: invoice and invoices are one
+
+
+@pytest.mark.anyio
+async def test_a_large_version_5_store_gets_its_postings_on_opening(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "m.db"
+    monkeypatch.setattr(impacts, "SMALL_STORE", 10)
+    async with create_backend({"path": str(path)}) as backend:
+        gone = (await backend.remember_many(_conversation(20)))[5]
+        await backend.forget(gone.id)
+    written = _rows(path)
     with sqlite3.connect(path) as db:
-        forgotten = db.execute("SELECT rowid FROM memories WHERE id = ?", (written[10].id,)).fetchone()[0]
         db.execute("DROP TABLE keyword_impacts")  # as version 5 left it
         db.execute("DELETE FROM meta WHERE key = 'keyword_length'")
         db.execute("PRAGMA user_version = 5")
+    large = schema.schema_v6(impacts.LARGE.format(threshold=10))
+    monkeypatch.setattr(schema, "MIGRATIONS", (*schema.MIGRATIONS[:-1], (6, large)))
     async with create_backend({"path": str(path)}):
         pass
-    rebuilt = _rows(path)
-    assert [row[0::2] for row in rebuilt] == [row[0::2] for row in maintained]
-    assert all(row[2] != forgotten for row in rebuilt)
-    assert any(row[0] == "invoic" for row in rebuilt)  # FTS5's stems: invoice and invoices are one
+    # the same postings; their reference length is now the average of all twenty rows
+    assert written and [row[0::2] for row in _rows(path)] == [row[0::2] for row in written]
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA user_version").fetchone() == (6,)
+        assert db.execute("SELECT value FROM meta WHERE key = 'keyword_length'").fetchone()
 
 
 @pytest.mark.anyio
@@ -125,8 +159,7 @@ async def test_postings_ordered_unlike_the_scores_still_give_the_best_pool(
     moments = [T0 + timedelta(days=i) for i in range(len(texts))]
     memories = [NewMemory(text, dedup=False, created_at=at) for text, at in zip(texts, moments, strict=True)]
     async with create_backend({"path": str(tmp_path / "m.db")}) as backend:
-        await backend.db.execute("UPDATE meta SET value = '2.0' WHERE key = 'keyword_length'")
-        await backend.db.commit()
         await backend.remember_many(memories)
+        await _reorder(backend.db, 2.0)
         found = await retrieval.keyword(backend.db, tokenize("invoice"), Filters(), None, 2)
     assert all(record.content.startswith("invoice invoice") for record, _ in found)

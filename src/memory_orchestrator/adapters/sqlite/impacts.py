@@ -14,7 +14,9 @@ drifted from ``L``), so when the pool's worst score beats that bound the pool is
 is exact; when even that would read most postings, the plain query runs instead.
 
 The postings follow the FTS rows: every write of a row (insert, context refresh, forget) re-derives
-that row's postings here (``reindex`` / ``unindex``).
+that row's postings here (``reindex``). Below ``SMALL_STORE`` memories none are kept (every match is
+scored, as cheap there), and the write that crosses it builds them all from FTS5's vocabulary, with
+the store's average row length as their reference.
 """
 
 from __future__ import annotations
@@ -59,30 +61,47 @@ class Connection(Protocol):
     async def execute_fetchall(self, sql: str, parameters: Sequence[Any] = ..., /) -> Iterable[Any]: ...
 
 
-def impact_sql(vocab: str, length: str) -> str:
-    """``INSERT`` of the postings of every row in the fts5vocab ``instance`` table ``vocab``."""
+def impact_sql(vocab: str, when: str = "1") -> str:
+    """``INSERT`` of the postings of every row in the fts5vocab ``instance`` table ``vocab`` (if
+    ``when``), by the reference length in ``meta``."""
     weight = f"CASE col WHEN 'context' THEN {CONTEXT_WEIGHT!r} ELSE 1.0 END"
     return (
         "INSERT INTO keyword_impacts (term, impact, row, f, d) "
-        f"SELECT i.term, i.f * {K1 + 1.0!r} / (i.f + {K1!r} * ({1.0 - B!r} + {B!r} * l.d / ({length}))), "
+        f"SELECT i.term, i.f * {K1 + 1.0!r} / (i.f + {K1!r} * ({1.0 - B!r} + {B!r} * l.d / ({LENGTH}))), "
         "i.doc, i.f, l.d "
         f"FROM (SELECT term, doc, sum({weight}) AS f FROM {vocab} GROUP BY term, doc) i "
-        f"JOIN (SELECT doc, count(*) AS d FROM {vocab} GROUP BY doc) l ON l.doc = i.doc"
+        f"JOIN (SELECT doc, count(*) AS d FROM {vocab} GROUP BY doc) l ON l.doc = i.doc WHERE {when}"
     )
 
 
-#: The reference row length of the impacts (fixed when the postings began: they are ordered by it).
-LENGTH = (
-    "SELECT coalesce((SELECT CAST(value AS REAL) FROM meta WHERE key = 'keyword_length'), "
-    f"{DEFAULT_LENGTH!r})"
-)
+def length_sql(vocab: str, when: str = "1") -> str:
+    """Fix the reference length at the average row length (tokens) of ``vocab``'s rows (if ``when``)."""
+    return (
+        "INSERT OR REPLACE INTO meta (key, value) SELECT 'keyword_length', "
+        f"coalesce(CAST(count(*) AS REAL) / nullif(count(DISTINCT doc), 0), {DEFAULT_LENGTH!r}) "
+        f"FROM {vocab} HAVING {when}"
+    )
+
+
+#: The reference row length of the impacts (fixed when the postings began: they are ordered by it);
+#: no row in ``meta`` while the store is too small for the postings to be kept.
+LENGTH = "SELECT CAST(value AS REAL) FROM meta WHERE key = 'keyword_length'"
+#: The postings are built (from FTS5's vocabulary) once the store reaches SMALL_STORE memories.
+LARGE = "(SELECT max(rowid) FROM memories) >= {threshold}"
 
 
 async def reindex(db: Connection, rowids: Iterable[int]) -> None:
     """Re-derive the postings of the FTS rows ``rowids`` from what FTS now holds for them (a row no
-    longer in FTS loses its postings)."""
+    longer in FTS loses its postings). A store below ``SMALL_STORE`` memories keeps none (its
+    queries score every match); the write that makes it larger builds them all."""
     wanted = json.dumps(sorted(set(rowids)))
     if wanted == "[]":
+        return
+    sql = f"SELECT ({LENGTH}), {LARGE.format(threshold='?')}"
+    state = next(iter(await db.execute_fetchall(sql, (SMALL_STORE,))))
+    if state[0] is None:
+        if state[1]:
+            await build(db)
         return
     await db.execute(_SCRATCH)
     await db.execute(_SCRATCH_VOCAB)
@@ -92,13 +111,22 @@ async def reindex(db: Connection, rowids: Iterable[int]) -> None:
         "WHERE rowid IN (SELECT value FROM json_each(?))",
         (wanted,),
     )
-    await db.execute(impact_sql("temp.stems_vocab", LENGTH))
+    await db.execute(impact_sql("temp.stems_vocab"))
     await db.execute("DELETE FROM temp.stems")
 
 
-async def unindex(db: Connection, rowid: int) -> None:
-    """Drop the postings of a row taken out of FTS."""
-    await db.execute("DELETE FROM keyword_impacts WHERE row = ?", (rowid,))
+async def build(db: Connection) -> None:
+    """Every row's postings from FTS5's own vocabulary, by the store's average row length."""
+    await db.execute("DROP TABLE IF EXISTS temp.impacts_all")
+    await db.execute(f"CREATE VIRTUAL TABLE temp.impacts_all USING {ALL_ROWS}")
+    await db.execute("DELETE FROM keyword_impacts")
+    await db.execute(length_sql("temp.impacts_all"))
+    await db.execute(impact_sql("temp.impacts_all"))
+    await db.execute("DROP TABLE temp.impacts_all")
+
+
+#: The vocabulary (stem, row, column, offset) of the whole keyword index.
+ALL_ROWS = "fts5vocab(main, 'memories_fts', 'instance')"
 
 
 #: One posting read: ``(row, impact, f, d)``.
@@ -121,7 +149,7 @@ async def best_matches(
     if sum(counts.values()) <= SMALL_QUERY or len(distinct) > MOST_STEMS:
         return None
     rows, length, reference = await _averages(db)
-    if rows == 0:
+    if rows == 0 or reference is None:  # no postings kept yet
         return None
     # a phrase's idf as bm25() computes it; a stem spelled by two query terms is two phrases
     idf = {stem: stems.count(stem) * _idf(rows, counts[stem]) for stem in distinct}
@@ -245,14 +273,14 @@ async def _postings_above(db: Connection, stem: str, floor: float, most: int) ->
     return None if len(rows) > most else rows
 
 
-async def _averages(db: Connection) -> tuple[int, float, float]:
+async def _averages(db: Connection) -> tuple[int, float, float | None]:
     """FTS5's row count and average row length (in tokens), from its averages record, and the
     reference length of the postings."""
     sql = f"SELECT (SELECT block FROM memories_fts_data WHERE id = 1), ({LENGTH})"
     block, reference = next(iter(await db.execute_fetchall(sql)))
     values = _varints(bytes(block or b""))
     rows = values[0] if values else 0
-    return rows, (sum(values[1:]) / rows if rows else 0.0), float(reference)
+    return rows, (sum(values[1:]) / rows if rows else 0.0), None if reference is None else float(reference)
 
 
 def _varints(blob: bytes) -> list[int]:
