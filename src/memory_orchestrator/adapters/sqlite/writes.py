@@ -10,7 +10,6 @@ from typing import Any
 import aiosqlite
 
 from memory_orchestrator.adapters.sqlite.context import Neighbour, context_from, neighbours, refresh
-from memory_orchestrator.adapters.sqlite.impacts import reindex
 from memory_orchestrator.adapters.sqlite.lexical import add_terms, lexical_rows, remove_terms, term_rows
 from memory_orchestrator.adapters.sqlite.rows import ENTITY_LIST, as_json, stamp
 from memory_orchestrator.adapters.sqlite.terms import count_terms
@@ -208,8 +207,7 @@ async def insert_memory(
             "INSERT INTO memories_fts (rowid, tokens, context) VALUES (?, ?, ?)",
             (row, " ".join(tokens), context),
         )
-        await refresh(db, around)
-        await reindex(db, [row])
+        await refresh(db, around, also=[row])
     await count_terms(db, tokens, +1)
     await add_terms(db, term_rows(row, tokens))
     spellings = {name.casefold(): name for name in reversed(record.entities)}
@@ -238,10 +236,9 @@ async def remove_from_indexes(db: aiosqlite.Connection, memory_id: str) -> None:
     await db.execute(
         "DELETE FROM memories_fts WHERE rowid = (SELECT rowid FROM memories WHERE id = ?)", (memory_id,)
     )
-    await reindex(db, [int(row[1]) for row in rows])
     for row in rows:
         # its words were its neighbours' context: they now take the memories beyond it
-        await refresh(db, await neighbours(db, parse_timestamp(str(row[2])), int(row[1])))
+        await refresh(db, await neighbours(db, parse_timestamp(str(row[2])), int(row[1])), also=[int(row[1])])
     rows = await db.execute_fetchall(
         "SELECT entity_norm FROM memory_entities WHERE memory_id = ?", (memory_id,)
     )
