@@ -3,6 +3,7 @@ postings that follow every write of the keyword index (and that a version 5 stor
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -163,3 +164,22 @@ async def test_postings_ordered_unlike_the_scores_still_give_the_best_pool(
         await _reorder(backend.db, 2.0)
         found = await retrieval.keyword(backend.db, tokenize("invoice"), Filters(), None, 2)
     assert all(record.content.startswith("invoice invoice") for record, _ in found)
+
+
+@pytest.mark.anyio
+async def test_keyword_searches_sharing_the_connection_at_once_each_find_their_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(impacts, "SMALL_QUERY", 0)
+    monkeypatch.setattr(impacts, "SMALL_STORE", 0)
+    monkeypatch.setattr(retrieval, "KEYWORD_POOL", 8)
+    texts = ["invoice", "deploy", "budget roadmap", "outage", "ferry invoices", "roadmap"]
+    async with create_backend({"path": str(tmp_path / "m.db")}) as backend:
+        await backend.remember_many(_conversation(120))
+        alone = [await retrieval.keyword(backend.db, tokenize(text), Filters(), None, 2) for text in texts]
+        together = await asyncio.gather(
+            *(retrieval.keyword(backend.db, tokenize(text), Filters(), None, 2) for text in texts)
+        )
+    assert [[(r.id, s) for r, s in found] for found in together] == [
+        [(r.id, s) for r, s in found] for found in alone
+    ]

@@ -21,6 +21,7 @@ the store's average row length as their reference.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Iterable, Sequence
@@ -107,12 +108,13 @@ async def reindex(db: Connection, rowids: Iterable[int]) -> None:
     await db.execute(_SCRATCH_VOCAB)
     await db.execute("DELETE FROM keyword_impacts WHERE row IN (SELECT value FROM json_each(?))", (wanted,))
     await db.execute(
-        "INSERT INTO temp.stems (rowid, tokens, context) SELECT rowid, tokens, context FROM memories_fts "
-        "WHERE rowid IN (SELECT value FROM json_each(?))",
+        "INSERT OR REPLACE INTO temp.stems (rowid, tokens, context) SELECT rowid, tokens, context "
+        "FROM memories_fts WHERE rowid IN (SELECT value FROM json_each(?))",
         (wanted,),
     )
-    await db.execute(impact_sql("temp.stems_vocab"))
-    await db.execute("DELETE FROM temp.stems")
+    # only the rows asked for: a scratch row some failed call left behind never becomes a posting
+    await db.execute(impact_sql("temp.stems_vocab", "i.doc IN (SELECT value FROM json_each(?))"), (wanted,))
+    await db.execute("DELETE FROM temp.stems WHERE rowid IN (SELECT value FROM json_each(?))", (wanted,))
 
 
 async def build(db: Connection) -> None:
@@ -129,6 +131,8 @@ async def build(db: Connection) -> None:
 ALL_ROWS = "fts5vocab(main, 'memories_fts', 'instance')"
 
 
+#: Numbers the query stemming calls (their scratch rows' range).
+_CALLS = itertools.count()
 #: One posting read: ``(row, impact, f, d)``.
 Posting = tuple[int, float, float, int]
 
@@ -241,13 +245,18 @@ async def _stems(db: Connection, terms: Sequence[str]) -> tuple[list[str], dict[
     is exactly one token)."""
     await db.execute(_SCRATCH)
     await db.execute(_SCRATCH_VOCAB)
+    # rowids of this call's own (negative: never a memory's, whose rows ``reindex`` stems here;
+    # reads sharing the connection interleave, so each call keeps to its own range)
+    last = -1 - next(_CALLS) % 1_000_000 * 1_000_000
+    first = last - len(terms) + 1
     try:
-        sql = "INSERT INTO temp.stems (rowid, tokens) SELECT key, value FROM json_each(?)"
-        await db.execute(sql, (json.dumps(list(terms)),))
-        sql = "SELECT doc, term, (SELECT count(*) FROM keyword_impacts k WHERE k.term = v.term) "
-        found = list(await db.execute_fetchall(sql + "FROM temp.stems_vocab v"))
+        sql = "INSERT OR REPLACE INTO temp.stems (rowid, tokens) SELECT ? - key, value FROM json_each(?)"
+        await db.execute(sql, (last, json.dumps(list(terms))))
+        sql = "SELECT ? - doc, term, (SELECT count(*) FROM keyword_impacts k WHERE k.term = v.term) "
+        sql += "FROM temp.stems_vocab v WHERE doc BETWEEN ? AND ?"
+        found = list(await db.execute_fetchall(sql, (last, first, last)))
     finally:
-        await db.execute("DELETE FROM temp.stems")
+        await db.execute("DELETE FROM temp.stems WHERE rowid BETWEEN ? AND ?", (first, last))
     stems: dict[int, list[str]] = {}
     for doc, stem, _ in found:
         stems.setdefault(int(doc), []).append(str(stem))
