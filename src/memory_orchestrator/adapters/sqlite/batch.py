@@ -19,6 +19,7 @@ import aiosqlite
 
 from memory_orchestrator.adapters.sqlite import graph
 from memory_orchestrator.adapters.sqlite.context import Neighbour, around, context_from
+from memory_orchestrator.adapters.sqlite.impacts import reindex
 from memory_orchestrator.ports import Edge
 
 Key = tuple[datetime, int]
@@ -75,6 +76,7 @@ async def index(db: aiosqlite.Connection, written: list[Neighbour]) -> None:
         updates.append((_context(other, [_later(before, previous), _earlier(after, following)]), other.rowid))
     await db.executemany("INSERT INTO memories_fts (rowid, tokens, context) VALUES (?, ?, ?)", rows)
     await db.executemany("UPDATE memories_fts SET context = ? WHERE rowid = ?", updates)
+    await reindex(db, [row[0] for row in rows] + [rowid for _, rowid in updates])
 
 
 def _later(a: Neighbour | None, b: Neighbour | None) -> Neighbour | None:

@@ -27,6 +27,7 @@ from datetime import datetime
 
 import aiosqlite
 
+from memory_orchestrator.adapters.sqlite.impacts import reindex
 from memory_orchestrator.adapters.sqlite.records import records_from_rows
 from memory_orchestrator.adapters.sqlite.rows import MEMORY_COLUMNS, stamp
 from memory_orchestrator.ports import MemoryRecord, parse_timestamp
@@ -115,9 +116,17 @@ async def context_records(db: aiosqlite.Connection, ids: Sequence[str]) -> dict[
     return {key: [by_rowid[row] for row in found if row in by_rowid] for key, found in rowids.items()}
 
 
-async def refresh(db: aiosqlite.Connection, around: list[Neighbour]) -> None:
+async def refresh(db: aiosqlite.Connection, around: list[Neighbour], also: Sequence[int] = ()) -> None:
     """Re-derive the context of ``around``, the neighbours of a memory just inserted (it is now
-    theirs) or just forgotten (the ones beyond it now are)."""
+    theirs) or just forgotten (the ones beyond it now are), and the keyword postings of those whose
+    context changed, and of the rows ``also`` (the memory just inserted)."""
+    changed = list(also)
     for row in around:
         context = context_from(await neighbours(db, row.created_at, row.rowid), row.created_at, row.source)
-        await db.execute("UPDATE memories_fts SET context = ? WHERE rowid = ?", (context, row.rowid))
+        cursor = await db.execute(
+            "UPDATE memories_fts SET context = ? WHERE rowid = ? AND context IS NOT ?",
+            (context, row.rowid, context),
+        )
+        if cursor.rowcount:  # an unchanged row is neither rewritten nor re-posted
+            changed.append(row.rowid)
+    await reindex(db, changed)

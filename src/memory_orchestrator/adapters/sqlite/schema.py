@@ -4,6 +4,14 @@ from __future__ import annotations
 
 import aiosqlite
 
+from memory_orchestrator.adapters.sqlite.impacts import (
+    ALL_ROWS,
+    LARGE,
+    LENGTH,
+    SMALL_STORE,
+    impact_sql,
+    length_sql,
+)
 from memory_orchestrator.adapters.sqlite.transactions import rollback
 from memory_orchestrator.ports import BackendRejected
 
@@ -161,6 +169,32 @@ FROM memories_fts f JOIN memories m ON m.rowid = f.rowid,
 WHERE m.deleted_at IS NULL AND f.tokens != '';
 """
 
+
+# Version 6: impact-ordered postings of the keyword index (adapters/sqlite/impacts.py): keyword
+# search scores only the matches that can make its pool. They are kept from SMALL_STORE memories on:
+# a larger store gets them here from FTS5's own vocabulary (its stems, both columns), by its average
+# row length; a smaller one when a write makes it large enough.
+def schema_v6(large: str) -> str:
+    """Version 6's script; ``large``: when the store is large enough for its postings to be built."""
+    return f"""
+CREATE TABLE IF NOT EXISTS keyword_impacts (
+    term TEXT NOT NULL,
+    impact REAL NOT NULL,
+    row INTEGER NOT NULL,
+    f REAL NOT NULL,
+    d INTEGER NOT NULL,
+    PRIMARY KEY (term, impact, row)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS keyword_impacts_row ON keyword_impacts(row);
+CREATE VIRTUAL TABLE temp.impacts_v6 USING {ALL_ROWS};
+{length_sql("temp.impacts_v6", large)};
+{impact_sql("temp.impacts_v6", f"({LENGTH}) IS NOT NULL")};
+DROP TABLE temp.impacts_v6;
+"""
+
+
+SCHEMA_V6 = schema_v6(LARGE.format(threshold=SMALL_STORE))
+
 #: (version, script) in order; a database at version N runs every script above N.
 MIGRATIONS: tuple[tuple[int, str], ...] = (
     (1, SCHEMA_V1),
@@ -168,6 +202,7 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
     (3, SCHEMA_V3),
     (4, SCHEMA_V4),
     (5, SCHEMA_V5),
+    (6, SCHEMA_V6),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

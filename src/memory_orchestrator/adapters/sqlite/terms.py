@@ -15,31 +15,12 @@ COMMON_SHARE = 0.10
 MIN_COMMON_DOCS = 1000
 
 
-async def selective_terms(
-    db: aiosqlite.Connection,
-    tokens: Sequence[str],
-    *,
-    most: int | None = None,
-    postings: int | None = None,
-    unseen: bool = False,
-) -> list[str]:
-    """The query terms worth matching: known to the index, rarest first, very common ones dropped.
-
-    One round trip: document frequencies from ``term_stats`` plus the store size (max rowid).
-    ``most`` keeps only that many of the rarest terms and ``postings`` stops adding terms once their
-    document counts would exceed it (always at least one term): the write path's candidate lookup
-    must stay cheap however large the store grows. ``unseen`` also keeps terms no memory spells that
-    way: the index stems, so ``invoices`` still finds ``invoice`` (an absent term costs one lookup).
-    """
-    frequencies, size = await term_frequencies(db, tokens, unseen=unseen)
-    return choose_terms(frequencies, size, most=most, postings=postings)
-
-
 async def term_frequencies(
     db: aiosqlite.Connection, tokens: Sequence[str], *, unseen: bool = False
 ) -> tuple[dict[str, int], int]:
     """Active memories per distinct token of ``tokens`` (those none carries left out, unless
-    ``unseen``) and the store size (max rowid), in one round trip."""
+    ``unseen``: the index stems, so ``invoices`` still finds ``invoice``) and the store size (max
+    rowid), in one round trip."""
     unique = list(dict.fromkeys(tokens))
     if not unique:
         return {}, 0
@@ -58,7 +39,12 @@ async def term_frequencies(
 def choose_terms(
     frequencies: dict[str, int], size: int, *, most: int | None = None, postings: int | None = None
 ) -> list[str]:
-    """:func:`selective_terms` over known ``frequencies`` (term -> memories) in a store of ``size``."""
+    """The query terms worth matching among known ``frequencies`` (term -> memories) in a store of
+    ``size``: rarest first, very common ones dropped when rarer ones exist.
+
+    ``most`` keeps only that many of the rarest terms and ``postings`` stops adding terms once their
+    document counts would exceed it (always at least one term): the write path's candidate lookup
+    must stay cheap however large the store grows."""
     if not frequencies:
         return []  # no term is indexed: nothing can match
     present = sorted(frequencies, key=lambda term: (frequencies[term], term))

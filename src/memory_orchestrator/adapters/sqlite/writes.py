@@ -207,7 +207,7 @@ async def insert_memory(
             "INSERT INTO memories_fts (rowid, tokens, context) VALUES (?, ?, ?)",
             (row, " ".join(tokens), context),
         )
-        await refresh(db, around)
+        await refresh(db, around, also=[row])
     await count_terms(db, tokens, +1)
     await add_terms(db, term_rows(row, tokens))
     spellings = {name.casefold(): name for name in reversed(record.entities)}
@@ -238,7 +238,7 @@ async def remove_from_indexes(db: aiosqlite.Connection, memory_id: str) -> None:
     )
     for row in rows:
         # its words were its neighbours' context: they now take the memories beyond it
-        await refresh(db, await neighbours(db, parse_timestamp(str(row[2])), int(row[1])))
+        await refresh(db, await neighbours(db, parse_timestamp(str(row[2])), int(row[1])), also=[int(row[1])])
     rows = await db.execute_fetchall(
         "SELECT entity_norm FROM memory_entities WHERE memory_id = ?", (memory_id,)
     )
