@@ -285,3 +285,46 @@ async def test_an_entity_not_named_in_the_text_weighs_by_its_carriers(tmp_path: 
         assert weights[f"{ids[1]}>{ids[0]}"] == 1.0  # one carrier before it
         # two carriers: 1 / (1 + ln 2), what a lookup missing the name (count 1) would not give
         assert weights[f"{ids[2]}>{ids[0]}"] == weights[f"{ids[2]}>{ids[1]}"] == 0.590616
+
+
+def ties() -> list[NewMemory]:
+    """Memories sharing their moment: more of them at one time than the proximity and entity limits
+    keep (a tie at the limit), a later batch again at that moment and after it, and a repeat of an
+    earlier memory of the same batch."""
+    words = ["kayak", "harbour", "violin", "pottery", "marathon", "orchard"]
+    memories = [
+        NewMemory(
+            f"Atlas {words[i % 6]} check {i} with {words[(i * 5) % 6]}",
+            entities=("Atlas",) if i % 4 else ("Atlas", "Stratus"),
+            source=("ann", "ben")[i % 2],
+            created_at=T0 + timedelta(minutes=10 * (i // 14)),
+        )
+        for i in range(42)
+    ]
+    memories.insert(9, memories[3])  # a repeat inside the batch
+    return memories
+
+
+@pytest.mark.anyio
+async def test_batches_of_memories_at_one_moment_store_what_one_write_at_a_time_stores(
+    tmp_path: Path,
+) -> None:
+    memories = ties()
+    cuts = [0, 20, 31, len(memories)]
+    one, many = tmp_path / "one.db", tmp_path / "many.db"
+    async with SqliteBackend(one, clock=FixedClock(T0)) as backend:
+        singles = [await backend.remember(memory) for memory in memories]
+    async with SqliteBackend(many, clock=FixedClock(T0)) as backend:
+        bulk = []
+        for start, end in pairwise(cuts):
+            bulk += await backend.remember_many(memories[start:end])
+    assert [r.action for r in bulk] == [r.action for r in singles]
+    assert bulk[9].duplicate_of == bulk[3].id and singles[9].duplicate_of == singles[3].id
+    assert [dict(r.edges_created) for r in bulk] == [dict(r.edges_created) for r in singles]
+    ids_one = {r.id: i for i, r in enumerate(singles)}
+    ids_many = {r.id: i for i, r in enumerate(bulk)}
+    assert [[(ids_many[c.id], c.similarity) for c in r.candidates] for r in bulk] == [
+        [(ids_one[c.id], c.similarity) for c in r.candidates] for r in singles
+    ]
+    assert snapshot(many, [r.id for r in bulk]) == snapshot(one, [r.id for r in singles])
+    assert indexes(many, [r.id for r in bulk]) == indexes(one, [r.id for r in singles])

@@ -307,6 +307,7 @@ class SqliteBackend(AsyncLifecycle):
             results = []
             # What no write of the batch reads waits for its end (adapters/sqlite/batch.py).
             deferred = Batch()
+            await deferred.view.start(conn)
             for memory in memories:
                 digest = content_hash(memory.content)
                 existing = await writes.find_active_duplicate(conn, digest) if memory.dedup else None
@@ -332,7 +333,8 @@ class SqliteBackend(AsyncLifecycle):
         row and change-log entry are left there for ``batch.finish`` before the batch commits."""
         now = self._now()
         names = name_candidates(memory.content)
-        stats = await writes.entity_stats(db, names)
+        view = deferred.view if deferred is not None else None
+        stats = await (view.entity_stats(db, names) if view else writes.entity_stats(db, names))
         known = {norm: name for norm, (name, _) in stats.items()}
         record = MemoryRecord(
             id=new_id(),
@@ -348,18 +350,28 @@ class SqliteBackend(AsyncLifecycle):
         )
         tokens = tokenize(record.content)
         new = sketch(record, tokens)
-        others = await writes.load_sketches(db, await writes.candidate_ids(db, new), self._sketches)
+        if view is None:
+            others = await writes.load_sketches(db, await writes.candidate_ids(db, new), self._sketches)
+        else:
+            others = await view.candidates(db, new, self._sketches)
         # the counts of names among the candidates came with their spelling; the rest are looked up
         counts = {norm: stats[norm][1] for norm in new.entities if norm in stats}
         if unlisted := new.entities - names:
-            counts.update(await writes.entity_counts(db, frozenset(unlisted)))
+            if view is None:
+                counts.update(await writes.entity_counts(db, frozenset(unlisted)))
+            else:
+                extra = await view.entity_stats(db, set(unlisted))
+                counts.update({norm: uses for norm, (_, uses) in extra.items()})
         edges, candidates = plan_links(new, others, at=now, entity_counts=counts)
         if deferred is None:
             await writes.insert_memory(db, record, digest, memory.dedup, tokens=tokens)
             await graph.insert_edges(db, edges)
             await writes.log_change(db, ChangeKind.ADDED, record.id, stamp(now))
         else:
-            await writes.insert_memory(db, record, digest, memory.dedup, deferred.unindexed, tokens)
+            row = await writes.insert_memory(
+                db, record, digest, memory.dedup, deferred.unindexed, tokens, counted=False
+            )
+            deferred.view.added(record, row, new.tokens)
             deferred.edges.extend(edges)
             deferred.changes.append((ChangeKind.ADDED.value, record.id, stamp(now), ""))
         self._sketches.put(new)
