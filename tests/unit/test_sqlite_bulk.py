@@ -302,6 +302,8 @@ def ties() -> list[NewMemory]:
         for i in range(42)
     ]
     memories.insert(9, memories[3])  # a repeat inside the batch
+    # a back-dated copy kept without dedup, then a repeat: its oldest copy is the back-dated one
+    memories += [replace(memories[35], dedup=False, created_at=T0 - timedelta(days=1)), memories[35]]
     return memories
 
 
@@ -320,6 +322,7 @@ async def test_batches_of_memories_at_one_moment_store_what_one_write_at_a_time_
             bulk += await backend.remember_many(memories[start:end])
     assert [r.action for r in bulk] == [r.action for r in singles]
     assert bulk[9].duplicate_of == bulk[3].id and singles[9].duplicate_of == singles[3].id
+    assert bulk[-1].duplicate_of == bulk[-2].id and singles[-1].duplicate_of == singles[-2].id
     assert [dict(r.edges_created) for r in bulk] == [dict(r.edges_created) for r in singles]
     ids_one = {r.id: i for i, r in enumerate(singles)}
     ids_many = {r.id: i for i, r in enumerate(bulk)}

@@ -307,10 +307,11 @@ class SqliteBackend(AsyncLifecycle):
             results = []
             # What no write of the batch reads waits for its end (adapters/sqlite/batch.py).
             deferred = Batch()
-            await deferred.view.start(conn)
-            for memory in memories:
-                digest = content_hash(memory.content)
-                existing = await writes.find_active_duplicate(conn, digest) if memory.dedup else None
+            digests = [content_hash(memory.content) for memory in memories]
+            deduplicated = {digest for digest, memory in zip(digests, memories, strict=True) if memory.dedup}
+            await deferred.view.start(conn, len(memories), deduplicated)
+            for memory, digest in zip(memories, digests, strict=True):
+                existing = deferred.view.duplicate(digest) if memory.dedup else None
                 if existing is not None:
                     results.append(await self._skipped(conn, existing))
                 else:
@@ -371,7 +372,7 @@ class SqliteBackend(AsyncLifecycle):
             row = await writes.insert_memory(
                 db, record, digest, memory.dedup, deferred.unindexed, tokens, counted=False
             )
-            deferred.view.added(record, row, new.tokens)
+            deferred.view.added(record, row, new.tokens, digest)
             deferred.edges.extend(edges)
             deferred.changes.append((ChangeKind.ADDED.value, record.id, stamp(now), ""))
         self._sketches.put(new)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 from bisect import bisect_left, bisect_right, insort
 from collections import Counter
+from collections.abc import Collection
 from datetime import timedelta
 
 import aiosqlite
@@ -34,6 +35,9 @@ from memory_orchestrator.adapters.sqlite.rows import stamp
 from memory_orchestrator.ports import MemoryRecord
 from memory_orchestrator.ports.autolinks import DEFAULT_LIMITS, LinkLimits, MemorySketch
 
+#: Entity names per memory of a batch it reads whole (with more, it looks up each memory's own): a
+#: memory's lookup of its ~60 word runs costs about as much as reading 90 names (34 us).
+NAMES_PER_MEMORY = 40
 #: (created_at stamp, id) of a memory: the order of the nearest-neighbour parts.
 Key = tuple[str, str]
 #: Above every id, for bisecting at a time.
@@ -104,22 +108,54 @@ class BatchView:
         self._size = 0
         #: Entity statistics: casefolded name -> (spelling, uses), None for a name the store lacks.
         self._entities: dict[str, tuple[str, int] | None] = {}
+        #: Whether ``_entities`` holds every name of the store (read whole when it has few).
+        self._all_names = False
         self._new_uses: Counter[str] = Counter()
+        #: The oldest active memory of each content hash asked about or written by the batch.
+        self._hashes: dict[str, Key] = {}
         #: rowid -> id of memories found by the lexical lookup (the batch's own and stored ones).
         self._ids: dict[int, str] = {}
 
-    async def start(self, db: aiosqlite.Connection) -> None:
-        """Read what every memory of the batch needs: the newest memories and the store size."""
+    async def start(self, db: aiosqlite.Connection, memories: int, digests: Collection[str] = ()) -> None:
+        """Read what every one of the batch's ``memories`` needs: the newest memories, the store size,
+        the entity names if there are few, and the oldest active memory of each content hash among
+        ``digests`` (those of the memories to deduplicate)."""
+        if digests:
+            sql = "SELECT content_hash, created_at, id FROM memories WHERE deleted_at IS NULL "
+            sql += "AND content_hash IN (SELECT value FROM json_each(?))"
+            for digest, created, memory_id in await db.execute_fetchall(sql, (json.dumps(sorted(digests)),)):
+                self._oldest(str(digest), (str(created), str(memory_id)))
         rows = await db.execute_fetchall(_NEWEST, (self.limits.proximity_max + 2,))
         self._everything = Part([(str(row[0]), str(row[1])) for row in rows])
         found = list(await db.execute_fetchall("SELECT max(rowid) FROM memories"))
         self._size = int(found[0][0] or 0) if found else 0
+        # A write looks up every run of up to 4 words of its text among the names: with few names
+        # (hundreds in most stores) reading them all is cheaper than a lookup per memory.
+        sql = "SELECT entity_norm, name, uses FROM entity_stats LIMIT ?"
+        most = NAMES_PER_MEMORY * memories
+        rows = list(await db.execute_fetchall(sql, (most + 1,)))
+        if len(rows) <= most:
+            self._entities = {str(norm): (str(name), int(uses)) for norm, name, uses in rows}
+            self._all_names = True
+
+    def duplicate(self, digest: str) -> str | None:
+        """``writes.find_active_duplicate`` of a memory whose hash was among ``start``'s ``digests``."""
+        found = self._hashes.get(digest)
+        return found[1] if found else None
+
+    def _oldest(self, digest: str, key: Key) -> None:
+        # find_active_duplicate's order: created_at, then id
+        known = self._hashes.get(digest)
+        if known is None or key < known:
+            self._hashes[digest] = key
 
     # -- statistics ---------------------------------------------------------------------------
 
     async def entity_stats(self, db: aiosqlite.Connection, names: set[str]) -> dict[str, tuple[str, int]]:
         """``writes.entity_stats`` of ``names`` (casefolded) as it would read now."""
         known = self._entities
+        if self._all_names:
+            return {name: stats for name in names if (stats := known.get(name)) is not None}
         if missing := [name for name in names if name not in known]:
             found = await writes.entity_stats(db, missing)
             for name in missing:
@@ -195,9 +231,10 @@ class BatchView:
 
     # -- the batch's own memories -------------------------------------------------------------
 
-    def added(self, record: MemoryRecord, rowid: int, tokens: frozenset[str]) -> None:
+    def added(self, record: MemoryRecord, rowid: int, tokens: frozenset[str], digest: str) -> None:
         """Count a memory just stored (after :meth:`candidates` and :meth:`entity_stats` of it)."""
         key = (stamp(record.created_at), record.id)
+        self._oldest(digest, key)
         assert self._everything is not None, "start() reads the newest memories first"
         insort(self._everything.added, key)
         insort(self._sources[record.source].added, key)
