@@ -245,10 +245,11 @@ def _entity_edges(
         targets.values(),
         key=lambda other: (-len(shared_by_target[other.item.id]), *other.near),
     )
+    rarity = {name: _rarity(name, entity_counts) for name in new.entities}  # once per name, not per pair
     edges: list[Edge] = []
     for other in ranked[: limits.entity_max]:
         names = shared_by_target[other.item.id]
-        strongest = max(_rarity(name, entity_counts) for name in names)
+        strongest = rarity[names[0]] if len(names) == 1 else max(rarity[name] for name in names)
         weight = round(min(1.0, strongest + 0.1 * (len(names) - 1)), 6)
         metadata = {"sub_type": "shared_entity", "entities": ",".join(names)}
         edges.append(Edge(new.id, other.item.id, EdgeType.ENTITY, weight, metadata, at))
