@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
+from operator import itemgetter
 from typing import NamedTuple
 
 from memory_orchestrator.ports.records import (
@@ -181,12 +182,9 @@ def _edges(
     return edges
 
 
-def _chain_order(other: _Other) -> tuple[datetime, str]:
-    return other.order
-
-
-def _nearness(other: _Other) -> tuple[float, datetime, str]:
-    return other.near
+# Sort keys: _Other.order and _Other.near by position (a C getter, no Python call per element).
+_chain_order = itemgetter(3)
+_nearness = itemgetter(2)
 
 
 def _temporal_edges(

@@ -51,7 +51,10 @@ _NEWEST_OF_SOURCE = (
 _NEWEST_CARRIERS = (
     "SELECT created_at, memory_id FROM memory_entities WHERE entity_norm = ? ORDER BY created_at DESC LIMIT ?"
 )
-_IDS = "SELECT rowid, id FROM memories WHERE rowid IN (SELECT value FROM json_each(?))"
+_SKETCHES = (
+    "SELECT rowid, id, content, source, created_at, entities, deleted_at FROM memories "
+    "WHERE rowid IN (SELECT value FROM json_each(?))"
+)
 
 
 class Part:
@@ -131,10 +134,11 @@ class BatchView:
         self._size = int(found[0][0] or 0) if found else 0
         # A write looks up every run of up to 4 words of its text among the names: with few names
         # (hundreds in most stores) reading them all is cheaper than a lookup per memory.
-        sql = "SELECT entity_norm, name, uses FROM entity_stats LIMIT ?"
         most = NAMES_PER_MEMORY * memories
-        rows = list(await db.execute_fetchall(sql, (most + 1,)))
-        if len(rows) <= most:
+        sql = "SELECT count(*) FROM (SELECT 1 FROM entity_stats LIMIT ?)"
+        counted = list(await db.execute_fetchall(sql, (most + 1,)))
+        if counted and int(counted[0][0]) <= most:
+            rows = await db.execute_fetchall("SELECT entity_norm, name, uses FROM entity_stats")
             self._entities = {str(norm): (str(name), int(uses)) for norm, name, uses in rows}
             self._all_names = True
 
@@ -187,8 +191,11 @@ class BatchView:
             ids = await writes.nearby_ids(db, new, self.limits)
         rows = await self.lexical_rows(db, new.tokens)
         if missing := [row for row in rows if row not in self._ids]:
-            for row, memory_id in await db.execute_fetchall(_IDS, (json.dumps(missing),)):
-                self._ids[int(row)] = str(memory_id)
+            # the row is read whole: its sketch, when not cached, needs no second lookup by id
+            for row in await db.execute_fetchall(_SKETCHES, (json.dumps(missing),)):
+                memory_id = self._ids[int(row[0])] = str(row[1])
+                if row[6] is None and cache.get(memory_id) is None:
+                    cache.put(writes.sketch_of(tuple(row[1:6])))
         ids.update(self._ids[row] for row in rows if row in self._ids)
         ids.discard(new.id)
         return await writes.load_sketches(db, ids, cache)

@@ -148,14 +148,15 @@ async def load_sketches(
         "WHERE m.id IN (SELECT value FROM json_each(?)) AND m.deleted_at IS NULL"
     )
     for row in await db.execute_fetchall(sql, (json.dumps(missing),)):
-        item = _sketch(tuple(row))
+        item = sketch_of(tuple(row))
         found.append(item)
         if cache is not None:
             cache.put(item)
     return found
 
 
-def _sketch(row: tuple[Any, ...]) -> MemorySketch:
+def sketch_of(row: tuple[Any, ...]) -> MemorySketch:
+    """The sketch of a stored memory from its (id, content, source, created_at, entities) columns."""
     return MemorySketch(
         id=row[0],
         content=row[1],
