@@ -331,3 +331,33 @@ async def test_batches_of_memories_at_one_moment_store_what_one_write_at_a_time_
     ]
     assert snapshot(many, [r.id for r in bulk]) == snapshot(one, [r.id for r in singles])
     assert indexes(many, [r.id for r in bulk]) == indexes(one, [r.id for r in singles])
+
+
+@pytest.mark.anyio
+async def test_a_batch_that_rolled_back_leaves_no_trace_for_later_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed batch's rows are undone and their rowids taken by later writes: the next batches find
+    those writes, not the memories of the failed batch."""
+    from memory_orchestrator.adapters.sqlite import backend as module
+
+    memories = corpus()
+    first, failed, singles_part, last = memories[:80], memories[80:200], memories[80:140], memories[140:]
+    one, many = tmp_path / "one.db", tmp_path / "many.db"
+    async with SqliteBackend(one, clock=FixedClock(T0)) as backend:
+        expected = [await backend.remember(memory) for memory in [*first, *singles_part, *last]]
+    async with SqliteBackend(many, clock=FixedClock(T0)) as backend:
+        got = await backend.remember_many(first)
+        finish = module.finish
+
+        async def failing(*args: object) -> None:
+            raise RuntimeError("the disk is gone")
+
+        monkeypatch.setattr(module, "finish", failing)
+        with pytest.raises(RuntimeError):
+            await backend.remember_many(failed)
+        monkeypatch.setattr(module, "finish", finish)
+        got += [await backend.remember(memory) for memory in singles_part]
+        got += await backend.remember_many(last)
+    assert [dict(r.edges_created) for r in got] == [dict(r.edges_created) for r in expected]
+    assert snapshot(many, [r.id for r in got]) == snapshot(one, [r.id for r in expected])

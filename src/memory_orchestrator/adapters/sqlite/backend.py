@@ -19,6 +19,7 @@ import aiosqlite
 from memory_orchestrator.adapters.sqlite import context, graph, retrieval, similar, writes
 from memory_orchestrator.adapters.sqlite import vectors as vector_rows
 from memory_orchestrator.adapters.sqlite.batch import Batch, finish
+from memory_orchestrator.adapters.sqlite.batch_view import BatchView
 from memory_orchestrator.adapters.sqlite.health import health_report
 from memory_orchestrator.adapters.sqlite.records import active_records, select_records
 from memory_orchestrator.adapters.sqlite.rows import MEMORY_COLUMNS, stamp
@@ -97,6 +98,8 @@ class SqliteBackend(AsyncLifecycle):
         self._write_lock = asyncio.Lock()
         #: Candidate sketches read by earlier writes (used only under the write lock).
         self._sketches = writes.SketchCache()
+        #: Ids by rowid of the rows committed batches met (used only under the write lock).
+        self._rowids = writes.RowIds()
         #: The bulk path's own connection, kept between batches so its page cache stays warm.
         self._bulk: sqlite3.Connection | None = None
         #: Held by the worker thread for a whole batch: a batch whose caller was cancelled still runs
@@ -179,6 +182,7 @@ class SqliteBackend(AsyncLifecycle):
             self._version = None
         if self._bulk is not None:
             await asyncio.to_thread(self._close_bulk)
+        self._rowids = writes.RowIds()  # reopened, the path may name another file
         if db is not None:
             await db.close()
 
@@ -306,7 +310,7 @@ class SqliteBackend(AsyncLifecycle):
             await self._begin(conn)
             results = []
             # What no write of the batch reads waits for its end (adapters/sqlite/batch.py).
-            deferred = Batch()
+            deferred = Batch(view=BatchView(known=self._rowids))
             digests = [content_hash(memory.content) for memory in memories]
             deduplicated = {digest for digest, memory in zip(digests, memories, strict=True) if memory.dedup}
             await deferred.view.start(conn, len(memories), deduplicated)
@@ -318,6 +322,7 @@ class SqliteBackend(AsyncLifecycle):
                     results.append(await self._insert(conn, memory, digest, deferred))
             await finish(conn, deferred)
             await conn.execute("COMMIT")
+            self._rowids.update(deferred.view.ids)  # committed: its rowids are taken for good
         except BaseException:
             await rollback(conn)
             raise

@@ -99,8 +99,10 @@ class BatchView:
     """The store as a batch sees it (see the module docstring); fed by :meth:`added` after each
     insert, written back by :meth:`flush` before the batch commits."""
 
-    def __init__(self, limits: LinkLimits = DEFAULT_LIMITS) -> None:
+    def __init__(self, limits: LinkLimits = DEFAULT_LIMITS, known: writes.RowIds | None = None) -> None:
         self.limits = limits
+        #: Ids of rows met by earlier batches (committed), read only here.
+        self._known = known or writes.RowIds(0)
         self._everything: Part | None = None
         self._sources: dict[str, Part] = {}
         self._carriers: dict[str, Part] = {}
@@ -116,8 +118,13 @@ class BatchView:
         self._new_uses: Counter[str] = Counter()
         #: The oldest active memory of each content hash asked about or written by the batch.
         self._hashes: dict[str, Key] = {}
-        #: rowid -> id of memories found by the lexical lookup (the batch's own and stored ones).
+        #: rowid -> id of memories met by this batch (its own and stored ones): :attr:`ids`.
         self._ids: dict[int, str] = {}
+
+    @property
+    def ids(self) -> dict[int, str]:
+        """rowid -> id of the memories this batch met or wrote (for ``RowIds`` once it commits)."""
+        return self._ids
 
     async def start(self, db: aiosqlite.Connection, memories: int, digests: Collection[str] = ()) -> None:
         """Read what every one of the batch's ``memories`` needs: the newest memories, the store size,
@@ -189,14 +196,20 @@ class BatchView:
         ids = self._nearby(new)
         if ids is None:
             ids = await writes.nearby_ids(db, new, self.limits)
-        rows = await self.lexical_rows(db, new.tokens)
-        if missing := [row for row in rows if row not in self._ids]:
+        missing = []
+        for rowid in await self.lexical_rows(db, new.tokens):
+            memory_id = self._ids.get(rowid) or self._known.get(rowid)
+            if memory_id is None:
+                missing.append(rowid)
+            else:
+                ids.add(memory_id)
+        if missing:
             # the row is read whole: its sketch, when not cached, needs no second lookup by id
             for row in await db.execute_fetchall(_SKETCHES, (json.dumps(missing),)):
                 memory_id = self._ids[int(row[0])] = str(row[1])
+                ids.add(memory_id)
                 if row[6] is None and cache.get(memory_id) is None:
                     cache.put(writes.sketch_of(tuple(row[1:6])))
-        ids.update(self._ids[row] for row in rows if row in self._ids)
         ids.discard(new.id)
         return await writes.load_sketches(db, ids, cache)
 

@@ -135,6 +135,28 @@ class SketchCache:
         self._items[item.id] = item
 
 
+class RowIds:
+    """Ids of stored memories by rowid, bounded: a batch's lexical candidates come as rowids, and the
+    same ones recur batch after batch. A memory's rowid never changes and, memories being only ever
+    soft-deleted, is never reused, except by a transaction that rolled back: so a batch's own rows are
+    added only once it has committed."""
+
+    def __init__(self, size: int = 131072) -> None:
+        self.size = size
+        self._items: dict[int, str] = {}
+
+    def get(self, rowid: int) -> str | None:
+        """The id of the memory at ``rowid``, if known."""
+        return self._items.get(rowid)
+
+    def update(self, items: dict[int, str]) -> None:
+        """Keep ``items`` (committed rows); when full, the oldest half is dropped."""
+        if len(self._items) + len(items) > self.size:
+            for rowid in list(self._items)[: self.size // 2]:
+                del self._items[rowid]
+        self._items.update(items)
+
+
 async def load_sketches(
     db: aiosqlite.Connection, ids: set[str], cache: SketchCache | None = None
 ) -> list[MemorySketch]:
