@@ -285,3 +285,79 @@ async def test_an_entity_not_named_in_the_text_weighs_by_its_carriers(tmp_path: 
         assert weights[f"{ids[1]}>{ids[0]}"] == 1.0  # one carrier before it
         # two carriers: 1 / (1 + ln 2), what a lookup missing the name (count 1) would not give
         assert weights[f"{ids[2]}>{ids[0]}"] == weights[f"{ids[2]}>{ids[1]}"] == 0.590616
+
+
+def ties() -> list[NewMemory]:
+    """Memories sharing their moment: more of them at one time than the proximity and entity limits
+    keep (a tie at the limit), a later batch again at that moment and after it, and a repeat of an
+    earlier memory of the same batch."""
+    words = ["kayak", "harbour", "violin", "pottery", "marathon", "orchard"]
+    memories = [
+        NewMemory(
+            f"Atlas {words[i % 6]} check {i} with {words[(i * 5) % 6]}",
+            entities=("Atlas",) if i % 4 else ("Atlas", "Stratus"),
+            source=("ann", "ben")[i % 2],
+            created_at=T0 + timedelta(minutes=10 * (i // 14)),
+        )
+        for i in range(42)
+    ]
+    memories.insert(9, memories[3])  # a repeat inside the batch
+    # a back-dated copy kept without dedup, then a repeat: its oldest copy is the back-dated one
+    memories += [replace(memories[35], dedup=False, created_at=T0 - timedelta(days=1)), memories[35]]
+    return memories
+
+
+@pytest.mark.anyio
+async def test_batches_of_memories_at_one_moment_store_what_one_write_at_a_time_stores(
+    tmp_path: Path,
+) -> None:
+    memories = ties()
+    cuts = [0, 20, 31, len(memories)]
+    one, many = tmp_path / "one.db", tmp_path / "many.db"
+    async with SqliteBackend(one, clock=FixedClock(T0)) as backend:
+        singles = [await backend.remember(memory) for memory in memories]
+    async with SqliteBackend(many, clock=FixedClock(T0)) as backend:
+        bulk = []
+        for start, end in pairwise(cuts):
+            bulk += await backend.remember_many(memories[start:end])
+    assert [r.action for r in bulk] == [r.action for r in singles]
+    assert bulk[9].duplicate_of == bulk[3].id and singles[9].duplicate_of == singles[3].id
+    assert bulk[-1].duplicate_of == bulk[-2].id and singles[-1].duplicate_of == singles[-2].id
+    assert [dict(r.edges_created) for r in bulk] == [dict(r.edges_created) for r in singles]
+    ids_one = {r.id: i for i, r in enumerate(singles)}
+    ids_many = {r.id: i for i, r in enumerate(bulk)}
+    assert [[(ids_many[c.id], c.similarity) for c in r.candidates] for r in bulk] == [
+        [(ids_one[c.id], c.similarity) for c in r.candidates] for r in singles
+    ]
+    assert snapshot(many, [r.id for r in bulk]) == snapshot(one, [r.id for r in singles])
+    assert indexes(many, [r.id for r in bulk]) == indexes(one, [r.id for r in singles])
+
+
+@pytest.mark.anyio
+async def test_a_batch_that_rolled_back_leaves_no_trace_for_later_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed batch's rows are undone and their rowids taken by later writes: the next batches find
+    those writes, not the memories of the failed batch."""
+    from memory_orchestrator.adapters.sqlite import backend as module
+
+    memories = corpus()
+    first, failed, singles_part, last = memories[:80], memories[80:200], memories[80:140], memories[140:]
+    one, many = tmp_path / "one.db", tmp_path / "many.db"
+    async with SqliteBackend(one, clock=FixedClock(T0)) as backend:
+        expected = [await backend.remember(memory) for memory in [*first, *singles_part, *last]]
+    async with SqliteBackend(many, clock=FixedClock(T0)) as backend:
+        got = await backend.remember_many(first)
+        finish = module.finish
+
+        async def failing(*args: object) -> None:
+            raise RuntimeError("the disk is gone")
+
+        monkeypatch.setattr(module, "finish", failing)
+        with pytest.raises(RuntimeError):
+            await backend.remember_many(failed)
+        monkeypatch.setattr(module, "finish", finish)
+        got += [await backend.remember(memory) for memory in singles_part]
+        got += await backend.remember_many(last)
+    assert [dict(r.edges_created) for r in got] == [dict(r.edges_created) for r in expected]
+    assert snapshot(many, [r.id for r in got]) == snapshot(one, [r.id for r in expected])

@@ -19,6 +19,7 @@ import aiosqlite
 from memory_orchestrator.adapters.sqlite import context, graph, retrieval, similar, writes
 from memory_orchestrator.adapters.sqlite import vectors as vector_rows
 from memory_orchestrator.adapters.sqlite.batch import Batch, finish
+from memory_orchestrator.adapters.sqlite.batch_view import BatchView
 from memory_orchestrator.adapters.sqlite.health import health_report
 from memory_orchestrator.adapters.sqlite.records import active_records, select_records
 from memory_orchestrator.adapters.sqlite.rows import MEMORY_COLUMNS, stamp
@@ -97,6 +98,8 @@ class SqliteBackend(AsyncLifecycle):
         self._write_lock = asyncio.Lock()
         #: Candidate sketches read by earlier writes (used only under the write lock).
         self._sketches = writes.SketchCache()
+        #: Ids by rowid of the rows committed batches met (used only under the write lock).
+        self._rowids = writes.RowIds()
         #: The bulk path's own connection, kept between batches so its page cache stays warm.
         self._bulk: sqlite3.Connection | None = None
         #: Held by the worker thread for a whole batch: a batch whose caller was cancelled still runs
@@ -179,6 +182,7 @@ class SqliteBackend(AsyncLifecycle):
             self._version = None
         if self._bulk is not None:
             await asyncio.to_thread(self._close_bulk)
+        self._rowids = writes.RowIds()  # reopened, the path may name another file
         if db is not None:
             await db.close()
 
@@ -306,16 +310,19 @@ class SqliteBackend(AsyncLifecycle):
             await self._begin(conn)
             results = []
             # What no write of the batch reads waits for its end (adapters/sqlite/batch.py).
-            deferred = Batch()
-            for memory in memories:
-                digest = content_hash(memory.content)
-                existing = await writes.find_active_duplicate(conn, digest) if memory.dedup else None
+            deferred = Batch(view=BatchView(known=self._rowids))
+            digests = [content_hash(memory.content) for memory in memories]
+            deduplicated = {digest for digest, memory in zip(digests, memories, strict=True) if memory.dedup}
+            await deferred.view.start(conn, len(memories), deduplicated)
+            for memory, digest in zip(memories, digests, strict=True):
+                existing = deferred.view.duplicate(digest) if memory.dedup else None
                 if existing is not None:
                     results.append(await self._skipped(conn, existing))
                 else:
                     results.append(await self._insert(conn, memory, digest, deferred))
             await finish(conn, deferred)
             await conn.execute("COMMIT")
+            self._rowids.update(deferred.view.ids)  # committed: its rowids are taken for good
         except BaseException:
             await rollback(conn)
             raise
@@ -332,7 +339,8 @@ class SqliteBackend(AsyncLifecycle):
         row and change-log entry are left there for ``batch.finish`` before the batch commits."""
         now = self._now()
         names = name_candidates(memory.content)
-        stats = await writes.entity_stats(db, names)
+        view = deferred.view if deferred is not None else None
+        stats = await (view.entity_stats(db, names) if view else writes.entity_stats(db, names))
         known = {norm: name for norm, (name, _) in stats.items()}
         record = MemoryRecord(
             id=new_id(),
@@ -348,18 +356,28 @@ class SqliteBackend(AsyncLifecycle):
         )
         tokens = tokenize(record.content)
         new = sketch(record, tokens)
-        others = await writes.load_sketches(db, await writes.candidate_ids(db, new), self._sketches)
+        if view is None:
+            others = await writes.load_sketches(db, await writes.candidate_ids(db, new), self._sketches)
+        else:
+            others = await view.candidates(db, new, self._sketches)
         # the counts of names among the candidates came with their spelling; the rest are looked up
         counts = {norm: stats[norm][1] for norm in new.entities if norm in stats}
         if unlisted := new.entities - names:
-            counts.update(await writes.entity_counts(db, frozenset(unlisted)))
+            if view is None:
+                counts.update(await writes.entity_counts(db, frozenset(unlisted)))
+            else:
+                extra = await view.entity_stats(db, set(unlisted))
+                counts.update({norm: uses for norm, (_, uses) in extra.items()})
         edges, candidates = plan_links(new, others, at=now, entity_counts=counts)
         if deferred is None:
             await writes.insert_memory(db, record, digest, memory.dedup, tokens=tokens)
             await graph.insert_edges(db, edges)
             await writes.log_change(db, ChangeKind.ADDED, record.id, stamp(now))
         else:
-            await writes.insert_memory(db, record, digest, memory.dedup, deferred.unindexed, tokens)
+            row = await writes.insert_memory(
+                db, record, digest, memory.dedup, deferred.unindexed, tokens, counted=False
+            )
+            deferred.view.added(record, row, new.tokens, digest)
             deferred.edges.extend(edges)
             deferred.changes.append((ChangeKind.ADDED.value, record.id, stamp(now), ""))
         self._sketches.put(new)

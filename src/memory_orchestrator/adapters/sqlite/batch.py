@@ -18,6 +18,7 @@ from datetime import datetime
 import aiosqlite
 
 from memory_orchestrator.adapters.sqlite import graph
+from memory_orchestrator.adapters.sqlite.batch_view import BatchView
 from memory_orchestrator.adapters.sqlite.context import Neighbour, around, context_from
 from memory_orchestrator.adapters.sqlite.impacts import reindex
 from memory_orchestrator.ports import Edge
@@ -34,10 +35,14 @@ class Batch:
     unindexed: list[Neighbour] = field(default_factory=list)
     #: Change-log rows in write order (the log's sequence numbers follow it).
     changes: list[tuple[str, str, str, str]] = field(default_factory=list)
+    #: The store as the batch sees it: candidates and counts from memory, counts written at the end.
+    view: BatchView = field(default_factory=BatchView)
 
 
 async def finish(db: aiosqlite.Connection, batch: Batch) -> None:
-    """Do the deferred work: edges in key order (sequential B-tree inserts), the FTS rows, the log."""
+    """Do the deferred work: edges in key order (sequential B-tree inserts), the FTS rows, the log,
+    the term and entity counts."""
+    await batch.view.flush(db)
     await graph.insert_edges(db, batch.edges, in_key_order=True)
     await index(db, batch.unindexed)
     await db.executemany("INSERT INTO oplog (kind, memory_id, at, detail) VALUES (?, ?, ?, ?)", batch.changes)

@@ -50,6 +50,14 @@ async def lexical_rows(db: aiosqlite.Connection, tokens: Iterable[str]) -> list[
     """
     distinct = sorted(set(tokens))
     frequencies, size = await term_frequencies(db, distinct)
+    return await ranked_rows(db, len(distinct), frequencies, size)
+
+
+async def ranked_rows(
+    db: aiosqlite.Connection, distinct: int, frequencies: dict[str, int], size: int
+) -> list[int]:
+    """:func:`lexical_rows` of a memory of ``distinct`` distinct tokens whose ``frequencies`` (token ->
+    active memories carrying it) in a store of ``size`` are known (a batch keeps them in memory)."""
     terms = choose_terms(frequencies, size, most=LEXICAL_TERMS, postings=LEXICAL_POSTINGS)
     if not terms:
         return []
@@ -58,7 +66,7 @@ async def lexical_rows(db: aiosqlite.Connection, tokens: Iterable[str]) -> list[
     for term in terms:
         params += [idf(frequencies[term], size), term, LEXICAL_POSTINGS]
     rows = await db.execute_fetchall(
-        _RANKED.format(postings=postings), [*params, len(distinct), LEXICAL_CANDIDATES]
+        _RANKED.format(postings=postings), [*params, distinct, LEXICAL_CANDIDATES]
     )
     return [int(row[0]) for row in rows]
 

@@ -48,8 +48,38 @@ async def candidate_ids(
     """Every memory the link rules could pick for ``new``, each found through an index.
 
     One compound query: same source around ``created_at``, anything within the proximity window, the
-    nearest carriers of each entity, and the lexically closest memories (``lexical.lexical_rows``).
+    nearest carriers of each entity (:func:`nearby_parts`), and the lexically closest memories
+    (``lexical.lexical_rows``).
     """
+    parts = nearby_parts(new, limits)
+    rows = await lexical_rows(db, new.tokens)
+    if rows:
+        parts.append(
+            ("SELECT id FROM memories WHERE rowid IN (SELECT value FROM json_each(?))", (json.dumps(rows),))
+        )
+    found = await _union(db, parts)
+    found.discard(new.id)
+    return found
+
+
+async def nearby_ids(
+    db: aiosqlite.Connection, new: MemorySketch, limits: LinkLimits = DEFAULT_LIMITS
+) -> set[str]:
+    """The candidates of :func:`candidate_ids` but the lexical ones, in one query."""
+    return await _union(db, nearby_parts(new, limits))
+
+
+async def _union(db: aiosqlite.Connection, parts: list[tuple[str, tuple[object, ...]]]) -> set[str]:
+    sql = " UNION ".join(part for part, _ in parts)
+    params = [value for _, values in parts for value in values]
+    return {str(row[0]) for row in await db.execute_fetchall(sql, params)}
+
+
+def nearby_parts(new: MemorySketch, limits: LinkLimits) -> list[tuple[str, tuple[object, ...]]]:
+    """The queries of ``new``'s candidates near it: the same source's nearest before (up to
+    ``causal_window + 1``) and the 2 after ``created_at``; the ``proximity_max + 1`` nearest before and
+    after within the proximity window; the ``entity_per_name + 1`` nearest carriers of each entity
+    before and after (``batch_view`` answers the same from memory, and must change with these)."""
     at = stamp(new.created_at)
     window = timedelta(hours=limits.proximity_hours)
     low, high = stamp(new.created_at - window), stamp(new.created_at + window)
@@ -66,16 +96,7 @@ async def candidate_ids(
     for name in sorted(new.entities):
         parts.append((_nearest_carriers("<=", "created_at DESC"), (name, at, per_name)))
         parts.append((_nearest_carriers(">=", "created_at"), (name, at, per_name)))
-    rows = await lexical_rows(db, new.tokens)
-    if rows:
-        parts.append(
-            ("SELECT id FROM memories WHERE rowid IN (SELECT value FROM json_each(?))", (json.dumps(rows),))
-        )
-    sql = " UNION ".join(part for part, _ in parts)
-    params = [value for _, values in parts for value in values]
-    found = {str(row[0]) for row in await db.execute_fetchall(sql, params)}
-    found.discard(new.id)
-    return found
+    return parts
 
 
 class SketchCache:
@@ -114,6 +135,28 @@ class SketchCache:
         self._items[item.id] = item
 
 
+class RowIds:
+    """Ids of stored memories by rowid, bounded: a batch's lexical candidates come as rowids, and the
+    same ones recur batch after batch. A memory's rowid never changes and, memories being only ever
+    soft-deleted, is never reused, except by a transaction that rolled back: so a batch's own rows are
+    added only once it has committed."""
+
+    def __init__(self, size: int = 131072) -> None:
+        self.size = size
+        self._items: dict[int, str] = {}
+
+    def get(self, rowid: int) -> str | None:
+        """The id of the memory at ``rowid``, if known."""
+        return self._items.get(rowid)
+
+    def update(self, items: dict[int, str]) -> None:
+        """Keep ``items`` (committed rows); when full, the oldest half is dropped."""
+        if len(self._items) + len(items) > self.size:
+            for rowid in list(self._items)[: self.size // 2]:
+                del self._items[rowid]
+        self._items.update(items)
+
+
 async def load_sketches(
     db: aiosqlite.Connection, ids: set[str], cache: SketchCache | None = None
 ) -> list[MemorySketch]:
@@ -127,14 +170,15 @@ async def load_sketches(
         "WHERE m.id IN (SELECT value FROM json_each(?)) AND m.deleted_at IS NULL"
     )
     for row in await db.execute_fetchall(sql, (json.dumps(missing),)):
-        item = _sketch(tuple(row))
+        item = sketch_of(tuple(row))
         found.append(item)
         if cache is not None:
             cache.put(item)
     return found
 
 
-def _sketch(row: tuple[Any, ...]) -> MemorySketch:
+def sketch_of(row: tuple[Any, ...]) -> MemorySketch:
+    """The sketch of a stored memory from its (id, content, source, created_at, entities) columns."""
     return MemorySketch(
         id=row[0],
         content=row[1],
@@ -173,10 +217,13 @@ async def insert_memory(
     dedup: bool,
     unindexed: list[Neighbour] | None = None,
     tokens: list[str] | None = None,
-) -> None:
-    """Insert the memory, its FTS row, its entity rows and entity statistics. With ``unindexed`` (a
-    batch's) the FTS row is not written but appended there, for ``batch.index`` to write at the end.
-    ``tokens``, when the caller has them, are ``tokenize(record.content)``."""
+    counted: bool = True,
+) -> int:
+    """Insert the memory, its FTS row, its entity rows and entity statistics; returns its rowid. With
+    ``unindexed`` (a batch's) the FTS row is not written but appended there, for ``batch.index`` to
+    write at the end; without ``counted`` (a batch's) neither are the term and entity counts (the
+    batch keeps them, ``batch_view``). ``tokens``, when the caller has them, are
+    ``tokenize(record.content)``."""
     rowid = await db.execute_insert(
         "INSERT INTO memories (id, content, content_hash, dedup_key, category, importance, tags, entities, "
         "source, metadata, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -208,7 +255,8 @@ async def insert_memory(
             (row, " ".join(tokens), context),
         )
         await refresh(db, around, also=[row])
-    await count_terms(db, tokens, +1)
+    if counted:
+        await count_terms(db, tokens, +1)
     await add_terms(db, term_rows(row, tokens))
     spellings = {name.casefold(): name for name in reversed(record.entities)}
     created = stamp(record.created_at)
@@ -216,10 +264,17 @@ async def insert_memory(
         "INSERT OR IGNORE INTO memory_entities (memory_id, entity_norm, created_at) VALUES (?, ?, ?)",
         [(record.id, norm, created) for norm in spellings],
     )
+    if counted:
+        await count_entities(db, [(norm, name, 1) for norm, name in spellings.items()])
+    return row
+
+
+async def count_entities(db: aiosqlite.Connection, rows: list[tuple[str, str, int]]) -> None:
+    """Add memories carrying entity names: (casefolded name, its spelling if new, how many)."""
     await db.executemany(
-        "INSERT INTO entity_stats (entity_norm, name, uses) VALUES (?, ?, 1) "
-        "ON CONFLICT (entity_norm) DO UPDATE SET uses = uses + 1",
-        list(spellings.items()),
+        "INSERT INTO entity_stats (entity_norm, name, uses) VALUES (?, ?, ?) "
+        "ON CONFLICT (entity_norm) DO UPDATE SET uses = uses + excluded.uses",
+        rows,
     )
 
 
