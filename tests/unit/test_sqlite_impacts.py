@@ -47,6 +47,15 @@ async def _reorder(db: Any, reference: float) -> None:
     await db.commit()
 
 
+def _prune_every_query(monkeypatch: pytest.MonkeyPatch, deepest: float | None = None) -> None:
+    # postings on a tiny store, pruning on every query, a pool small enough to leave matches out
+    monkeypatch.setattr(impacts, "SMALL_QUERY", 0)
+    monkeypatch.setattr(impacts, "SMALL_STORE", 0)
+    if deepest is not None:
+        monkeypatch.setattr(impacts, "DEEPEST", deepest)
+    monkeypatch.setattr(retrieval, "KEYWORD_POOL", 8)
+
+
 def _rows(path: Path) -> list[tuple[str, float, int]]:
     with sqlite3.connect(path) as db:
         found = db.execute("SELECT term, impact, row FROM keyword_impacts ORDER BY term, row")
@@ -60,10 +69,7 @@ async def test_the_pruned_pool_is_the_pool_of_scoring_every_match(
 ) -> None:
     # a reference length far from the rows' (6 against ~15) orders postings unlike the scores: the
     # first postings read are not the pool, and the bound must send the search deeper
-    monkeypatch.setattr(impacts, "SMALL_QUERY", 0)
-    monkeypatch.setattr(impacts, "SMALL_STORE", 0)
-    monkeypatch.setattr(impacts, "DEEPEST", 1.0)
-    monkeypatch.setattr(retrieval, "KEYWORD_POOL", 8)
+    _prune_every_query(monkeypatch, deepest=1.0)
     used: list[bool] = []
     pruned = retrieval.best_matches
 
@@ -149,10 +155,7 @@ async def test_postings_ordered_unlike_the_scores_still_give_the_best_pool(
 ) -> None:
     # by a reference length of 2 the short rows with one "invoice" come first, but against the
     # store's real average the long rows saying it three times score higher: the bound must find them
-    monkeypatch.setattr(impacts, "SMALL_QUERY", 0)
-    monkeypatch.setattr(impacts, "SMALL_STORE", 0)
-    monkeypatch.setattr(impacts, "DEEPEST", 1.0)
-    monkeypatch.setattr(retrieval, "KEYWORD_POOL", 8)
+    _prune_every_query(monkeypatch, deepest=1.0)
     filler = " ".join(f"word{k}" for k in range(12))
     texts = [f"invoice short{i}" for i in range(12)]
     texts += [f"invoice invoice invoice {filler} long{i}" for i in range(12)]
@@ -170,9 +173,7 @@ async def test_postings_ordered_unlike_the_scores_still_give_the_best_pool(
 async def test_keyword_searches_sharing_the_connection_at_once_each_find_their_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(impacts, "SMALL_QUERY", 0)
-    monkeypatch.setattr(impacts, "SMALL_STORE", 0)
-    monkeypatch.setattr(retrieval, "KEYWORD_POOL", 8)
+    _prune_every_query(monkeypatch)
     texts = ["invoice", "deploy", "budget roadmap", "outage", "ferry invoices", "roadmap"]
     async with create_backend({"path": str(tmp_path / "m.db")}) as backend:
         await backend.remember_many(_conversation(120))
