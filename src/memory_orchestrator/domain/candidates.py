@@ -56,11 +56,13 @@ class Candidate:
 
 def content_words(content: str) -> frozenset[str]:
     """The tokens of a memory's content; cached, as the same memories come back query after query."""
-    return frozenset(_distinct_tokens(content))
+    return frozenset(content_tokens(content))
 
 
 @lru_cache(maxsize=16384)
-def _distinct_tokens(content: str) -> tuple[str, ...]:
+def content_tokens(content: str) -> tuple[str, ...]:
+    """The distinct tokens of a memory's content, in order; cached, so that ranking, dedup and the
+    entity evidence tokenize each memory once."""
     # A tuple of strings, not the set: the cycle collector stops tracking such tuples, while every
     # cached set would be walked by each full collection (the caches decided a server's tail latency).
     return tuple(dict.fromkeys(tokenize(content)))

@@ -18,7 +18,7 @@ import heapq
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
-from memory_orchestrator.domain.candidates import Candidate
+from memory_orchestrator.domain.candidates import Candidate, content_tokens
 from memory_orchestrator.domain.planner import content_terms
 from memory_orchestrator.ports.text import tokenize
 
@@ -77,7 +77,7 @@ def stemmed(content: str) -> tuple[str, ...]:
     """The distinct stems of a memory's words; cached by content, as the same memories come back
     query after query. Plain tuples of strings, which the cycle collector stops tracking (cached sets,
     keyed by sets, would be walked by every full collection)."""
-    return tuple({stem(word): None for word in tokenize(content)})
+    return tuple({stem(word): None for word in content_tokens(content)})
 
 
 def entity_share(
