@@ -8,7 +8,7 @@ import sqlite3
 import threading
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime
 from pathlib import Path
@@ -80,6 +80,10 @@ CACHE_KIB = 32768
 #: 4 MB): a batch of a few hundred memories dirties about that many pages, so each batch paid a
 #: checkpoint; with a larger WAL a page rewritten by several batches is copied back once.
 BULK_WAL_PAGES = 16384
+
+
+#: ``writes.entity_stats`` or a batch's ``BatchView.entity_stats``: spelling and uses per known name.
+EntityStats = Callable[[aiosqlite.Connection, set[str]], Awaitable[dict[str, tuple[str, int]]]]
 
 
 class SqliteBackend(AsyncLifecycle):
@@ -340,7 +344,9 @@ class SqliteBackend(AsyncLifecycle):
         now = self._now()
         names = name_candidates(memory.content)
         view = deferred.view if deferred is not None else None
-        stats = await (view.entity_stats(db, names) if view else writes.entity_stats(db, names))
+        # a batch answers entity statistics from memory, a single write from SQLite
+        entity_stats: EntityStats = view.entity_stats if view is not None else writes.entity_stats
+        stats = await entity_stats(db, names)
         known = {norm: name for norm, (name, _) in stats.items()}
         record = MemoryRecord(
             id=new_id(),
@@ -363,11 +369,8 @@ class SqliteBackend(AsyncLifecycle):
         # the counts of names among the candidates came with their spelling; the rest are looked up
         counts = {norm: stats[norm][1] for norm in new.entities if norm in stats}
         if unlisted := new.entities - names:
-            if view is None:
-                counts.update(await writes.entity_counts(db, frozenset(unlisted)))
-            else:
-                extra = await view.entity_stats(db, set(unlisted))
-                counts.update({norm: uses for norm, (_, uses) in extra.items()})
+            extra = await entity_stats(db, set(unlisted))
+            counts.update({norm: uses for norm, (_, uses) in extra.items()})
         edges, candidates = plan_links(new, others, at=now, entity_counts=counts)
         if deferred is None:
             await writes.insert_memory(db, record, digest, memory.dedup, tokens=tokens)

@@ -196,18 +196,13 @@ async def known_names(db: aiosqlite.Connection, candidates: set[str]) -> dict[st
 
 async def entity_stats(db: aiosqlite.Connection, candidates: Collection[str]) -> dict[str, tuple[str, int]]:
     """Spelling and number of active carriers of each entity name among ``candidates`` (casefolded)
-    that the store knows, in one lookup (``known_names`` and ``entity_counts`` are its two halves)."""
+    that the store knows, in one lookup (``known_names`` is its first half)."""
     if not candidates:
         return {}
     sql = "SELECT entity_norm, name, uses FROM entity_stats "
     sql += "WHERE entity_norm IN (SELECT value FROM json_each(?))"
     rows = await db.execute_fetchall(sql, (json.dumps(sorted(candidates)),))
     return {str(row[0]): (str(row[1]), int(row[2])) for row in rows}
-
-
-async def entity_counts(db: aiosqlite.Connection, names: frozenset[str]) -> dict[str, int]:
-    """How many active memories carry each of the (casefolded) ``names``."""
-    return {norm: uses for norm, (_, uses) in (await entity_stats(db, names)).items()}
 
 
 async def insert_memory(
