@@ -314,13 +314,6 @@ def reasons_for(item: RankedItem, context: RankingContext) -> list[str]:
     return reasons
 
 
-def _withheld(context: RankingContext) -> str:
-    if context.entity_share >= 1.0:
-        return ""
-    cut = "withheld" if context.entity_share == 0.0 else f"cut to {context.entity_share:g}"
-    return f" (boost {cut}: other memories say the question better)"
-
-
 def path_reason(candidate: Candidate) -> str:
     """``"2 hops from mem-000012 via causal, temporal"`` (or a causal chain phrase)."""
     kinds = list(dict.fromkeys(step.edge_type.value for step in candidate.path))
