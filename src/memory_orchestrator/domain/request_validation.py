@@ -64,7 +64,8 @@ def check_write(request: WriteRequest) -> None:
             raise InvalidRequest("link ends must be memory ids")
         if not edge.target and not edge.source:
             raise InvalidRequest("every link needs a memory id at one end (the other is the new memory)")
-        validate_text("link", edge.source + edge.target)
+        validate_text("link", edge.source)
+        validate_text("link", edge.target)
         if not isinstance(edge.type, EdgeType):
             raise InvalidRequest(
                 f"link type {edge.type!r} is not one of {', '.join(e.value for e in EdgeType)}"

@@ -22,18 +22,26 @@ from memory_orchestrator.ports.records import (
 MAX_LIMIT = 10_000
 
 
-def validate_text(name: str, text: str) -> None:
-    """Raise ``InvalidRequest`` when ``text`` is not valid Unicode: a lone surrogate (what undecodable
-    bytes of a command line become, or a JSON ``"\\ud800"`` escape) cannot be stored or encoded."""
+def lone_surrogate(text: str) -> int | None:
+    """Position of the first lone surrogate in ``text`` (what undecodable bytes of a command line
+    become, or a JSON ``"\\ud800"`` escape: nothing can store or encode it), or ``None``."""
     if text.isascii():
-        return
+        return None
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        code = ord(text[exc.start])
+        return exc.start
+    return None
+
+
+def validate_text(name: str, text: str) -> None:
+    """Raise ``InvalidRequest`` when ``text`` is not valid Unicode (holds a :func:`lone_surrogate`)."""
+    position = lone_surrogate(text)
+    if position is not None:
+        code = ord(text[position])
         raise InvalidRequest(
-            f"{name} is not valid Unicode text (lone surrogate U+{code:04X} at character {exc.start})"
-        ) from None
+            f"{name} is not valid Unicode text (lone surrogate U+{code:04X} at character {position})"
+        )
 
 
 def validate_new_memory(memory: NewMemory) -> None:
@@ -58,7 +66,8 @@ def validate_new_memory(memory: NewMemory) -> None:
         raise InvalidRequest(f"source is longer than {MAX_SOURCE_CHARS} characters")
     validate_text("source", memory.source)
     for key, value in memory.metadata.items():
-        validate_text("metadata", f"{key}{value}")
+        validate_text("metadata", str(key))
+        validate_text("metadata", str(value))
 
 
 def _check_names(kind: str, names: tuple[str, ...], max_count: int, max_chars: int) -> None:

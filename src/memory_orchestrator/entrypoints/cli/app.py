@@ -21,6 +21,7 @@ from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageErro
 
 from memory_orchestrator import __version__
 from memory_orchestrator.entrypoints.cli.state import CliState
+from memory_orchestrator.ports.validation import lone_surrogate
 
 
 class LogLevel(enum.StrEnum):
@@ -175,11 +176,10 @@ def main() -> None:
 def _undecodable_argument(arguments: Sequence[str]) -> str | None:
     # Bytes that are not UTF-8 reach Python as lone surrogates, which nothing downstream can store,
     # print or send: one clear line here rather than an encoding error from wherever they land.
-    for position, argument in enumerate(arguments, start=1):
-        try:
-            argument.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            return f"argument {position} is not valid UTF-8 text (at character {exc.start + 1})"
+    for number, argument in enumerate(arguments, start=1):
+        position = lone_surrogate(argument)
+        if position is not None:
+            return f"argument {number} is not valid UTF-8 text (at character {position + 1})"
     return None
 
 
