@@ -52,8 +52,8 @@ _NEWEST_CARRIERS = (
     "SELECT created_at, memory_id FROM memory_entities WHERE entity_norm = ? ORDER BY created_at DESC LIMIT ?"
 )
 _SKETCHES = (
-    "SELECT rowid, id, content, source, created_at, entities, deleted_at FROM memories "
-    "WHERE rowid IN (SELECT value FROM json_each(?))"
+    f"SELECT m.rowid, m.deleted_at, {writes.SKETCH_COLUMNS} FROM memories m "
+    "LEFT JOIN memories_fts f ON f.rowid = m.rowid WHERE m.rowid IN (SELECT value FROM json_each(?))"
 )
 
 
@@ -206,10 +206,10 @@ class BatchView:
         if missing:
             # the row is read whole: its sketch, when not cached, needs no second lookup by id
             for row in await db.execute_fetchall(_SKETCHES, (json.dumps(missing),)):
-                memory_id = self._ids[int(row[0])] = str(row[1])
+                memory_id = self._ids[int(row[0])] = str(row[2])
                 ids.add(memory_id)
-                if row[6] is None and cache.get(memory_id) is None:
-                    cache.put(writes.sketch_of(tuple(row[1:6])))
+                if row[1] is None and cache.get(memory_id) is None:
+                    cache.put(writes.sketch_of(tuple(row[2:])))
         ids.discard(new.id)
         return await writes.load_sketches(db, ids, cache)
 
