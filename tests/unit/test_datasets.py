@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -16,7 +17,7 @@ from memory_orchestrator.evaluation.datasets import (
     load_dataset,
     to_new_memory,
 )
-from memory_orchestrator.ports import Capabilities, EdgeType, InvalidRequest
+from memory_orchestrator.ports import Capabilities, EdgeType, InvalidRequest, NewMemory, WriteResult
 
 
 def _write(path: Path, rows: list[dict[str, object]]) -> None:
@@ -195,3 +196,35 @@ async def test_ingest_without_backdating_writes_oldest_first_and_says_so(tmp_pat
         assert all(memory.created_at is None for memory in written)
         assert report.backdated is False
         assert "cannot back-date writes" in report.warnings[0]
+
+
+class _Bulk(InMemoryBackend):
+    """The reference backend with a bulk path that takes two memories a call, recording each call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.batches: list[int] = []
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return replace(super().capabilities, bulk_writes=True, bulk_batch=2)
+
+    async def remember_many(self, memories: Sequence[NewMemory]) -> list[WriteResult]:
+        self.batches.append(len(memories))
+        return [await self.remember(memory) for memory in memories]
+
+
+@pytest.mark.anyio
+async def test_ingest_hands_the_bulk_path_batches_of_the_size_the_backend_asks(tmp_path: Path) -> None:
+    rows = [
+        {"id": f"m{i}", "content": f"memory number {i}", "created_at": f"2026-03-{10 + i:02d}T09:00:00Z"}
+        for i in range(5)
+    ]
+    _write(tmp_path / "memories.jsonl", rows)
+    [store] = load_dataset(tmp_path)
+    backend = _Bulk()
+    async with backend:
+        report = await ingest(backend, store)
+
+    assert backend.batches == [2, 2, 1]
+    assert report.written == 5

@@ -318,8 +318,9 @@ async def ingest(
             "stamped with the time of writing, so 'as of now' filtering and recency reflect ingestion order"
         )
     ordered = chronological(dataset.memories)
-    for start in range(0, len(ordered), INGEST_BATCH):
-        batch = ordered[start : start + INGEST_BATCH]
+    size = max(1, backend.capabilities.bulk_batch)
+    for start in range(0, len(ordered), size):
+        batch = ordered[start : start + size]
         await _write_batch(backend, batch, report, backdated=backdated)
         if on_progress is not None:
             for done in range(start + 1, start + len(batch) + 1):
@@ -328,10 +329,6 @@ async def ingest(
         await _write_link(backend, link, report)
     report.seconds = (datetime.now(UTC) - started).total_seconds()
     return report
-
-
-#: Memories handed to the backend's bulk path at once (one by one when it has none).
-INGEST_BATCH = 250
 
 
 async def _write_batch(

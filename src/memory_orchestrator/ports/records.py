@@ -294,5 +294,7 @@ class Capabilities:
     known_entities: bool = True
     #: ``remember_many`` stores a batch faster than one ``remember`` per memory (see ``BulkWriter``).
     bulk_writes: bool = False
+    #: Memories per ``remember_many`` call a bulk caller (an import) hands over at once.
+    bulk_batch: int = 250
     #: ``strongest_neighbors`` ranks, caps and floors one hop in the store (see ``RankedNeighbors``).
     ranked_neighbors: bool = False
