@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from memory_orchestrator.ports import EdgeType, NewMemory
+import pytest
+
+from memory_orchestrator.ports import Edge, EdgeType, NewMemory
 from memory_orchestrator.ports.autolinks import (
     MemorySketch,
     entities_for,
     link_candidates,
     plan_edges,
 )
+from memory_orchestrator.ports.records import frozen
 from memory_orchestrator.ports.text import tokenize
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -136,3 +139,16 @@ def test_equal_similarity_goes_to_the_memory_nearest_in_time() -> None:
         if e.type is EdgeType.SEMANTIC
     ][:1]
     assert edge.target == "a-near"
+
+
+def test_edge_metadata_is_a_read_only_copy_unless_already_frozen() -> None:
+    given = {"sub_type": "manual"}
+    edge = Edge("a", "b", EdgeType.ENTITY, 1.0, given)
+    given["sub_type"] = "changed"
+    assert edge.metadata == {"sub_type": "manual"}
+    with pytest.raises(TypeError):
+        edge.metadata["sub_type"] = "x"  # type: ignore[index]
+
+    shared = frozen({"sub_type": "lexical"})
+    first, second = (Edge("a", target, EdgeType.SEMANTIC, 0.5, shared) for target in ("b", "c"))
+    assert first.metadata is shared and second.metadata is shared

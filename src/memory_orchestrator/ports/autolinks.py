@@ -23,6 +23,7 @@ from memory_orchestrator.ports.records import (
     LinkCandidate,
     MemoryRecord,
     NewMemory,
+    frozen,
 )
 from memory_orchestrator.ports.text import (
     causal_subtype,
@@ -182,6 +183,11 @@ def _edges(
     return edges
 
 
+# The metadata of most automatic edges, shared by all of them rather than copied into each.
+_BACKBONE = frozen({"sub_type": "backbone"})
+_PROXIMITY = frozen({"sub_type": "proximity"})
+_LEXICAL = frozen({"sub_type": "lexical"})
+
 # Sort keys: _Other.order and _Other.near by position (a C getter, no Python call per element).
 _chain_order = itemgetter(3)
 _nearness = itemgetter(2)
@@ -201,17 +207,14 @@ def _temporal_edges(
     if later:
         # A back-dated write slots into the chain: it also links forward to its successor.
         backbone.append(min(later, key=_chain_order))
-    edges = [
-        Edge(new.id, other.item.id, EdgeType.TEMPORAL, 1.0, {"sub_type": "backbone"}, at)
-        for other in backbone
-    ]
+    edges = [Edge(new.id, other.item.id, EdgeType.TEMPORAL, 1.0, _BACKBONE, at) for other in backbone]
     linked = {other.item.id for other in backbone}
     window = limits.proximity_hours
     near = [other for other in pool if other.hours <= window and other.item.id not in linked]
     near.sort(key=_nearness)
     for other in near[: limits.proximity_max]:
         weight = round(1.0 / (1.0 + other.hours), 6)
-        edges.append(Edge(new.id, other.item.id, EdgeType.TEMPORAL, weight, {"sub_type": "proximity"}, at))
+        edges.append(Edge(new.id, other.item.id, EdgeType.TEMPORAL, weight, _PROXIMITY, at))
     return edges
 
 
@@ -294,7 +297,7 @@ def _semantic_edges(new: MemorySketch, pool: list[_Other], at: datetime, limits:
     # Equal scores go to the memory nearest in time: ids differ between stores, times do not.
     scored.sort(key=lambda pair: (-pair[0], *pair[1].near))
     return [
-        Edge(new.id, other.item.id, EdgeType.SEMANTIC, round(score, 6), {"sub_type": "lexical"}, at)
+        Edge(new.id, other.item.id, EdgeType.SEMANTIC, round(score, 6), _LEXICAL, at)
         for score, other in scored[: limits.semantic_max]
     ]
 

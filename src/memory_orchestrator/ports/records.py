@@ -64,7 +64,16 @@ EMPTY_MAPPING: Mapping[str, str] = MappingProxyType({})
 
 
 def _frozen(mapping: Mapping[str, str] | None) -> Mapping[str, str]:
+    # A read-only view is kept as given: the automatic edges of every write share a few constant ones.
+    if type(mapping) is MappingProxyType:
+        return mapping
     return MappingProxyType(dict(mapping)) if mapping else EMPTY_MAPPING
+
+
+def frozen(mapping: Mapping[str, str]) -> Mapping[str, str]:
+    """A read-only copy of ``mapping``, which records keep as it is instead of copying it again (for
+    metadata many records share)."""
+    return MappingProxyType(dict(mapping))
 
 
 @dataclass(frozen=True, slots=True)

@@ -63,21 +63,31 @@ def edge_rows(edges: Sequence[Edge]) -> list[tuple[str, str, str, float, str, st
     their stamp and a few metadata shapes, so each distinct one is formatted once."""
     stamps: dict[object, str] = {}
     texts: dict[tuple[tuple[str, object], ...], str] = {}
+    # metadata objects several edges share (ports.autolinks' constant ones), by identity: each is
+    # alive for the whole call, so no id is reused meanwhile
+    shared: dict[int, str] = {}
     rows = []
     for edge in edges:
         created = stamps.get(edge.created_at)
         if created is None:
             created = stamps[edge.created_at] = _edge_row(edge)[5]
-        key = tuple(edge.metadata.items())
-        try:
-            text = texts.get(key)
-        except TypeError:  # an unhashable metadata value: formatted on its own
-            text = as_json(dict(edge.metadata))
+        text = shared.get(id(edge.metadata))
         if text is None:
-            text = texts[key] = as_json(dict(edge.metadata))
+            text = shared[id(edge.metadata)] = _metadata_text(edge.metadata, texts)
         # _value_, not the enum's slower .value property: a batch formats hundreds of thousands
         rows.append((edge.source, edge.target, edge.type._value_, edge.weight, text, created))
     return rows
+
+
+def _metadata_text(metadata: Mapping[str, str], texts: dict[tuple[tuple[str, object], ...], str]) -> str:
+    key = tuple(metadata.items())
+    try:
+        text = texts.get(key)
+    except TypeError:  # an unhashable metadata value: formatted on its own
+        return as_json(dict(metadata))
+    if text is None:
+        text = texts[key] = as_json(dict(metadata))
+    return text
 
 
 @dataclass(frozen=True, slots=True)
