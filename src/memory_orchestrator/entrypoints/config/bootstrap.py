@@ -10,11 +10,8 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from memory_orchestrator.adapters.sqlite.trace_store import SqliteTraceStore
-from memory_orchestrator.domain.orchestrator import Orchestrator
-from memory_orchestrator.domain.read_cache import ReadCache
-from memory_orchestrator.domain.trace import InProcessTraceStore
 from memory_orchestrator.entrypoints.config.settings import Settings
 from memory_orchestrator.entrypoints.telemetry.observed_traces import ObservedTraceStore, TraceObserver
 from memory_orchestrator.plugins.manager import PluginManager, load_plugins
@@ -29,6 +26,14 @@ from memory_orchestrator.ports import (
 )
 from memory_orchestrator.ports.notifying import NotifyingBackend
 from memory_orchestrator.ports.retrying import RetryingBackend, RetryPolicy
+
+if TYPE_CHECKING:
+    from memory_orchestrator.domain.orchestrator import Orchestrator
+    from memory_orchestrator.domain.read_cache import ReadCache
+
+# The pipeline (domain), the SQLite trace store and the read cache are imported where a runtime is
+# built, not with this module: the MCP server imports it to start, and answers its first call sooner
+# without them (~40 ms of imports, now paid by the first store it opens).
 
 LOG = logging.getLogger("memory_orchestrator")
 
@@ -103,6 +108,8 @@ def build_trace_store(settings: Settings) -> TraceStore | None:
     """The persistent trace store next to the data, or ``None`` when traces are not stored."""
     if not settings.features.store_traces or settings.traces.retention == 0:
         return None
+    from memory_orchestrator.adapters.sqlite.trace_store import SqliteTraceStore
+
     return SqliteTraceStore(settings.trace_path(), retention=settings.traces.retention)
 
 
@@ -115,6 +122,8 @@ def build_orchestrator(
     cache: ReadCache | None = None,
 ) -> Orchestrator:
     """The domain Orchestrator wired with the configured pipeline."""
+    from memory_orchestrator.domain.orchestrator import Orchestrator
+
     config = settings.pipeline_config()
     return Orchestrator(
         backend, config=config, scorers=scorers, traces=traces, channels=channels, cache=cache
@@ -126,6 +135,8 @@ def build_read_cache(settings: Settings) -> ReadCache | None:
     section = settings.cache
     if section.reads_ttl_s <= 0:
         return None
+    from memory_orchestrator.domain.read_cache import ReadCache
+
     return ReadCache(section.reads_ttl_s, max_entries=section.reads_max_entries)
 
 
@@ -134,6 +145,8 @@ def observed_traces(
 ) -> TraceStore:
     """The trace store the Orchestrator saves into: every trace names ``store`` and reaches
     ``observer``; traces stay in process when none are stored."""
+    from memory_orchestrator.domain.trace import InProcessTraceStore
+
     inner = traces if traces is not None else InProcessTraceStore(settings.traces.retention)
     return ObservedTraceStore(inner, store, observer)
 
