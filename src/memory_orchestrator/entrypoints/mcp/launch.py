@@ -91,17 +91,30 @@ def server_options(settings: Settings, *, default_store: str | None, http: bool)
     )
 
 
-def run(settings: Settings, *, store: str | None, http: bool, host: str, port: int) -> None:
-    """Serve until interrupted (stdio, or streamable HTTP on ``host:port`` with ``/metrics``)."""
+def run(
+    settings: Settings,
+    *,
+    store: str | None,
+    http: bool,
+    host: str,
+    port: int,
+    started: Callable[[], None] | None = None,
+) -> None:
+    """Serve until interrupted (stdio, or streamable HTTP on ``host:port`` with ``/metrics``);
+    ``started`` is called once the server is built, before it serves."""
     configure_logging(settings.log.level or "info")
     if not http:
         options = server_options(settings, default_store=store, http=False)
         exists = store_exists(settings, options.default_store)
         server = build_server(store_opener(settings), options, exists=exists, listing=store_listing(settings))
+        if started is not None:
+            started()
         asyncio.run(serve_stdio(server))
         return
     with metrics_directory(settings.http.workers) as directory:
-        serve_http_processes(settings, store=store, host=host, port=port, metrics_dir=directory)
+        serve_http_processes(
+            settings, store=store, host=host, port=port, metrics_dir=directory, started=started
+        )
 
 
 @contextlib.contextmanager
@@ -123,7 +136,13 @@ def metrics_directory(workers: int) -> Iterator[str | None]:
 
 
 def serve_http_processes(
-    settings: Settings, *, store: str | None, host: str, port: int, metrics_dir: str | None
+    settings: Settings,
+    *,
+    store: str | None,
+    host: str,
+    port: int,
+    metrics_dir: str | None,
+    started: Callable[[], None] | None = None,
 ) -> None:
     """Serve streamable HTTP (one process, or ``[http] workers`` forked ones) with ``/metrics``."""
     from memory_orchestrator.entrypoints.mcp.metrics_route import mount_metrics
@@ -140,6 +159,8 @@ def serve_http_processes(
     )
     mount_metrics(server, metrics)
     limits = HttpLimits(**settings.http.model_dump(exclude={"workers"}))
+    if started is not None:
+        started()
     sys.stderr.write(start_line(settings, registry, host=host, port=port) + "\n")
     sys.stderr.flush()
     if settings.http.workers == 1:
