@@ -1,5 +1,5 @@
-"""What `orchestrator serve` does before its first answer: the collector is kept off during the
-start-up and turned back on after."""
+"""What `orchestrator serve` does before its first answer: the modules it leaves to the first tool call
+(imported by the warm-up), and the collector kept off during the start-up and turned back on after."""
 
 from __future__ import annotations
 
@@ -27,6 +27,47 @@ def _python(code: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=120,
     )
+
+
+def test_the_server_is_built_without_the_pipeline_and_the_warm_up_imports_it(tmp_path: Path) -> None:
+    done = _python(
+        """
+        import sys
+        from memory_orchestrator.entrypoints.cli import app, serve
+        from memory_orchestrator.entrypoints.config.settings import load_settings
+        from memory_orchestrator.entrypoints.mcp import launch
+
+        settings = load_settings(None)
+        options = launch.server_options(settings, default_store=None, http=False)
+        launch.build_server(launch.store_opener(settings), options)
+        print("before", sorted(name for name in launch.FIRST_CALL_MODULES if name in sys.modules))
+        print("backend", "memory_orchestrator.adapters.sqlite.backend" in sys.modules)
+        launch.warm_up(settings)
+        print("after", sorted(name for name in launch.FIRST_CALL_MODULES if name not in sys.modules))
+        print("backend", "memory_orchestrator.adapters.sqlite.backend" in sys.modules)
+        """,
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["before []", "backend False", "after []", "backend True"]
+    assert not (tmp_path / "memories.db").exists()  # neither the start nor the warm-up opens a store
+
+
+def test_a_warm_up_for_a_backend_of_a_plugin_skips_what_it_cannot_import(tmp_path: Path) -> None:
+    done = _python(
+        """
+        from memory_orchestrator.entrypoints.config.settings import load_settings
+        from memory_orchestrator.entrypoints.mcp import launch
+
+        settings = load_settings(None)
+        settings.backend.name = "someone_elses"
+        launch.warm_up(settings)
+        print("ok")
+        """,
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "ok\n"
 
 
 def test_end_of_startup_puts_what_the_start_made_in_the_oldest_generation(tmp_path: Path) -> None:
