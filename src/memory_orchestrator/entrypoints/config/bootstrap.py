@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from memory_orchestrator.domain.trace import InProcessTraceStore
 from memory_orchestrator.entrypoints.config.settings import Settings
 from memory_orchestrator.entrypoints.telemetry.observed_traces import ObservedTraceStore, TraceObserver
 from memory_orchestrator.plugins.manager import PluginManager, load_plugins
@@ -31,9 +32,9 @@ if TYPE_CHECKING:
     from memory_orchestrator.domain.orchestrator import Orchestrator
     from memory_orchestrator.domain.read_cache import ReadCache
 
-# The pipeline (domain), the SQLite trace store and the read cache are imported where a runtime is
-# built, not with this module: the MCP server imports it to start, and answers its first call sooner
-# without them (~40 ms of imports, now paid by the first store it opens).
+# The pipeline (domain.orchestrator), the SQLite trace store and the read cache are imported where a
+# runtime is built, not with this module: the MCP server imports it to start and answers its first
+# message sooner without them (``mcp.launch.warm_up`` imports them soon after).
 
 LOG = logging.getLogger("memory_orchestrator")
 
@@ -145,8 +146,6 @@ def observed_traces(
 ) -> TraceStore:
     """The trace store the Orchestrator saves into: every trace names ``store`` and reaches
     ``observer``; traces stay in process when none are stored."""
-    from memory_orchestrator.domain.trace import InProcessTraceStore
-
     inner = traces if traces is not None else InProcessTraceStore(settings.traces.retention)
     return ObservedTraceStore(inner, store, observer)
 
