@@ -80,13 +80,15 @@ class PluginManager:
                     f"allow-listed plugin(s) not installed: {', '.join(sorted(missing))} "
                     f"(installed: {', '.join(ep.name for ep in found) or 'none'})"
                 )
+        origins: dict[int, tuple[str, str]] = {}
         for entry in found:
-            builtin = _distribution_name(entry) == BUILTIN_DISTRIBUTION
+            origin = _distribution(entry, origins)
+            builtin = origin[0] == BUILTIN_DISTRIBUTION
             if not builtin and self._allow is not None and entry.name not in self._allow:
                 continue
-            self._load_entry_point(entry, builtin)
+            self._load_entry_point(entry, builtin, origin)
 
-    def _load_entry_point(self, entry: EntryPoint, builtin: bool) -> None:
+    def _load_entry_point(self, entry: EntryPoint, builtin: bool, origin: tuple[str, str]) -> None:
         if self._pm.has_plugin(entry.name):
             raise PluginError(
                 f"two plugins are named {entry.name!r}: {entry.value} and {self._origin_label(entry.name)}"
@@ -96,7 +98,7 @@ class PluginManager:
         except Exception as exc:
             raise PluginError(f"plugin {entry.name!r} ({entry.value}) failed to load: {exc}") from exc
         self.register(plugin, name=entry.name)
-        self._origins[entry.name] = (_distribution_name(entry), _distribution_version(entry), builtin)
+        self._origins[entry.name] = (*origin, builtin)
 
     def register(self, plugin: object, *, name: str | None = None) -> str:
         """Register an in-process plugin object (module, class or instance); returns its name."""
@@ -277,12 +279,19 @@ def _build(registration: Registration, options: Mapping[str, Any]) -> Any:
         ) from exc
 
 
-def _distribution_name(entry: EntryPoint) -> str:
-    return entry.dist.name if entry.dist is not None else ""
+def _distribution(entry: EntryPoint, known: dict[int, tuple[str, str]]) -> tuple[str, str]:
+    """The name and version of the distribution that declares ``entry`` (``known``: those read).
 
-
-def _distribution_version(entry: EntryPoint) -> str:
-    return entry.dist.version if entry.dist is not None else ""
+    Each ``name`` or ``version`` of a distribution parses its whole METADATA file again (ours holds
+    the README, ~120 KB): three parses per entry point were ~15 ms of ``serve``'s start.
+    """
+    dist = entry.dist
+    if dist is None:
+        return ("", "")
+    if id(dist) not in known:  # entry points of one distribution share its object
+        metadata = dist.metadata
+        known[id(dist)] = (metadata["Name"] or "", metadata["Version"] or "")
+    return known[id(dist)]
 
 
 def load_plugins(*, allow: Collection[str] | None = None, check: bool = True) -> PluginManager:

@@ -1,14 +1,20 @@
-"""The embedded SQLite backend (the default store): ``create_backend(options)`` builds it."""
+"""The embedded SQLite backend (the default store): ``create_backend(options)`` builds it.
+
+The backend module (its SQL, schema and search code) loads on first use: the settings and the MCP
+server's start need only the path helpers of this package.
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memory_orchestrator.adapters.sqlite.backend import SqliteBackend
 from memory_orchestrator.ports import InvalidRequest
+
+if TYPE_CHECKING:
+    from memory_orchestrator.adapters.sqlite.backend import SqliteBackend
 
 __all__ = ["SqliteBackend", "create_backend", "default_data_dir", "existing_stores", "store_path"]
 
@@ -66,8 +72,19 @@ def existing_stores(path: str | os.PathLike[str] | None) -> list[str]:
     return sorted(names)
 
 
+def __getattr__(name: str) -> Any:
+    # ``SqliteBackend``, imported only when asked for (PEP 562)
+    if name == "SqliteBackend":
+        from memory_orchestrator.adapters.sqlite.backend import SqliteBackend
+
+        return SqliteBackend
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def create_backend(options: Mapping[str, Any]) -> SqliteBackend:
     """An unopened SQLite backend; options: ``path``, ``store``, ``clock``, ``busy_timeout_ms``."""
+    from memory_orchestrator.adapters.sqlite.backend import SqliteBackend
+
     store = str(options.get("store") or DEFAULT_STORE)
     clock = options.get("clock")
     return SqliteBackend(

@@ -20,6 +20,7 @@ import typer
 from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageError
 
 from memory_orchestrator import __version__
+from memory_orchestrator.entrypoints.cli.console import end_of_startup
 from memory_orchestrator.entrypoints.cli.state import CliState
 from memory_orchestrator.ports.validation import lone_surrogate
 
@@ -156,8 +157,12 @@ def main() -> None:
     if undecodable is not None:
         sys.stderr.write(f"error: {undecodable}\n")
         sys.exit(2)
+    command = command_named(sys.argv[1:])
+    cli = build_app(command)
+    if command != "serve":  # serve's start-up goes on until its server is built
+        end_of_startup()
     try:
-        code = build_app(command_named(sys.argv[1:]))(standalone_mode=False)
+        code = cli(standalone_mode=False)
     except NoArgsIsHelpError:
         code = 2  # a group called without a command: its help is already printed
     except UsageError as exc:

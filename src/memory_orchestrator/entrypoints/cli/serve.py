@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from memory_orchestrator.entrypoints.cli.console import end_of_startup
 from memory_orchestrator.entrypoints.cli.state import settings_of, state_of
 from memory_orchestrator.ports import OrchestratorError
 
@@ -27,7 +28,9 @@ def serve(
         settings = settings_of(ctx)
         from memory_orchestrator.entrypoints.mcp import launch  # the MCP SDK: only when serving
 
-        launch.run(settings, store=state_of(ctx).store, http=http, host=host, port=port)
+        launch.run(
+            settings, store=state_of(ctx).store, http=http, host=host, port=port, started=end_of_startup
+        )
     except (OrchestratorError, ValueError) as exc:
         print(f"orchestrator serve: {exc}", file=sys.stderr)
         raise typer.Exit(2) from None

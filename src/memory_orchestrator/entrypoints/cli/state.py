@@ -13,8 +13,6 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from memory_orchestrator.domain.sessions import parse_since
-from memory_orchestrator.entrypoints.cli.output import printable
 from memory_orchestrator.entrypoints.config.settings import Settings, load_settings
 from memory_orchestrator.entrypoints.telemetry.log_lines import configure_logging
 from memory_orchestrator.ports import (
@@ -99,6 +97,9 @@ def exit_code_for(exc: OrchestratorError) -> int:
 
 def fail(message: str, code: int = 1) -> typer.Exit:
     """Print a one-line error on stderr and return the Exit to raise."""
+    # Imported here: the tables behind it (rich) are not needed by ``serve`` before its first answer.
+    from memory_orchestrator.entrypoints.cli.output import printable
+
     sys.stderr.write(f"error: {printable(' '.join(message.split()))}\n")
     return typer.Exit(code)
 
@@ -142,6 +143,9 @@ def parse_since_option(value: str | None, option: str, now: datetime | None) -> 
     """Read ``--since`` with the parser MCP's ``memory_changes`` uses: a timestamp, '2 days', 'yesterday'."""
     if value is None or value == "":
         return None
+    # Imported here: the sessions module (and its time parser) is not needed by ``serve`` to start.
+    from memory_orchestrator.domain.sessions import parse_since
+
     try:
         return parse_since(value, now or datetime.now(UTC))
     except TimestampOutOfRange as exc:

@@ -10,10 +10,8 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from memory_orchestrator.adapters.sqlite.trace_store import SqliteTraceStore
-from memory_orchestrator.domain.orchestrator import Orchestrator
-from memory_orchestrator.domain.read_cache import ReadCache
 from memory_orchestrator.domain.trace import InProcessTraceStore
 from memory_orchestrator.entrypoints.config.settings import Settings
 from memory_orchestrator.entrypoints.telemetry.observed_traces import ObservedTraceStore, TraceObserver
@@ -29,6 +27,14 @@ from memory_orchestrator.ports import (
 )
 from memory_orchestrator.ports.notifying import NotifyingBackend
 from memory_orchestrator.ports.retrying import RetryingBackend, RetryPolicy
+
+if TYPE_CHECKING:
+    from memory_orchestrator.domain.orchestrator import Orchestrator
+    from memory_orchestrator.domain.read_cache import ReadCache
+
+# The pipeline (domain.orchestrator), the SQLite trace store and the read cache are imported where a
+# runtime is built, not with this module: the MCP server imports it to start and answers its first
+# message sooner without them (``mcp.launch.warm_up`` imports them soon after).
 
 LOG = logging.getLogger("memory_orchestrator")
 
@@ -103,6 +109,8 @@ def build_trace_store(settings: Settings) -> TraceStore | None:
     """The persistent trace store next to the data, or ``None`` when traces are not stored."""
     if not settings.features.store_traces or settings.traces.retention == 0:
         return None
+    from memory_orchestrator.adapters.sqlite.trace_store import SqliteTraceStore
+
     return SqliteTraceStore(settings.trace_path(), retention=settings.traces.retention)
 
 
@@ -115,6 +123,8 @@ def build_orchestrator(
     cache: ReadCache | None = None,
 ) -> Orchestrator:
     """The domain Orchestrator wired with the configured pipeline."""
+    from memory_orchestrator.domain.orchestrator import Orchestrator
+
     config = settings.pipeline_config()
     return Orchestrator(
         backend, config=config, scorers=scorers, traces=traces, channels=channels, cache=cache
@@ -126,6 +136,8 @@ def build_read_cache(settings: Settings) -> ReadCache | None:
     section = settings.cache
     if section.reads_ttl_s <= 0:
         return None
+    from memory_orchestrator.domain.read_cache import ReadCache
+
     return ReadCache(section.reads_ttl_s, max_entries=section.reads_max_entries)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import importlib
 import os
 import signal
 import socket
@@ -33,6 +34,30 @@ from memory_orchestrator.entrypoints.mcp.state import ServerOptions, StoreExists
 from memory_orchestrator.entrypoints.mcp.store_listing import store_listing
 from memory_orchestrator.entrypoints.telemetry.observed_traces import TraceObserver
 from memory_orchestrator.ports import OrchestratorError
+
+#: What a first tool call imports that the start-up leaves out: ``serve`` (stdio) answers its first
+#: messages without them (~60 ms of imports) and imports them ``WARM_UP_AFTER_S`` after it starts,
+#: when a client is usually between its handshake and its first tool call (a call that comes sooner
+#: imports what it needs itself). Over HTTP they are imported before serving, as before.
+FIRST_CALL_MODULES = (
+    "memory_orchestrator.domain.orchestrator",
+    "memory_orchestrator.domain.read_cache",
+    "memory_orchestrator.domain.sessions",
+    "memory_orchestrator.domain.provenance",
+    "memory_orchestrator.adapters.sqlite.trace_store",
+)
+WARM_UP_AFTER_S = 0.3
+
+
+def warm_up(settings: Settings) -> None:
+    """Import what the first tool call needs (the pipeline, the configured built-in backend's module,
+    the trace store); a module already imported costs nothing."""
+    backend = f"memory_orchestrator.adapters.{settings.backend.name}"
+    for name in (*FIRST_CALL_MODULES, f"{backend}.backend"):
+        try:
+            importlib.import_module(name)
+        except ImportError:  # a plugin's backend, or a driver not installed: the call will say so
+            continue
 
 
 def token_registry(settings: Settings) -> TokenRegistry:
@@ -91,17 +116,30 @@ def server_options(settings: Settings, *, default_store: str | None, http: bool)
     )
 
 
-def run(settings: Settings, *, store: str | None, http: bool, host: str, port: int) -> None:
-    """Serve until interrupted (stdio, or streamable HTTP on ``host:port`` with ``/metrics``)."""
+def run(
+    settings: Settings,
+    *,
+    store: str | None,
+    http: bool,
+    host: str,
+    port: int,
+    started: Callable[[], None] | None = None,
+) -> None:
+    """Serve until interrupted (stdio, or streamable HTTP on ``host:port`` with ``/metrics``);
+    ``started`` is called once the server is built, before it serves."""
     configure_logging(settings.log.level or "info")
     if not http:
         options = server_options(settings, default_store=store, http=False)
         exists = store_exists(settings, options.default_store)
         server = build_server(store_opener(settings), options, exists=exists, listing=store_listing(settings))
-        asyncio.run(serve_stdio(server))
+        if started is not None:
+            started()
+        asyncio.run(serve_stdio(server, warm_up=lambda: warm_up(settings), warm_up_after_s=WARM_UP_AFTER_S))
         return
     with metrics_directory(settings.http.workers) as directory:
-        serve_http_processes(settings, store=store, host=host, port=port, metrics_dir=directory)
+        serve_http_processes(
+            settings, store=store, host=host, port=port, metrics_dir=directory, started=started
+        )
 
 
 @contextlib.contextmanager
@@ -123,7 +161,13 @@ def metrics_directory(workers: int) -> Iterator[str | None]:
 
 
 def serve_http_processes(
-    settings: Settings, *, store: str | None, host: str, port: int, metrics_dir: str | None
+    settings: Settings,
+    *,
+    store: str | None,
+    host: str,
+    port: int,
+    metrics_dir: str | None,
+    started: Callable[[], None] | None = None,
 ) -> None:
     """Serve streamable HTTP (one process, or ``[http] workers`` forked ones) with ``/metrics``."""
     from memory_orchestrator.entrypoints.mcp.metrics_route import mount_metrics
@@ -140,6 +184,9 @@ def serve_http_processes(
     )
     mount_metrics(server, metrics)
     limits = HttpLimits(**settings.http.model_dump(exclude={"workers"}))
+    warm_up(settings)
+    if started is not None:
+        started()
     sys.stderr.write(start_line(settings, registry, host=host, port=port) + "\n")
     sys.stderr.flush()
     if settings.http.workers == 1:

@@ -302,9 +302,18 @@ def http_app(
     return RequestLimitsMiddleware(guarded, limits or HttpLimits())
 
 
-async def serve_stdio(server: MCPServer[Any]) -> None:
-    """Serve over stdin/stdout until the client closes the stream."""
-    await server.run_stdio_async()
+async def serve_stdio(
+    server: MCPServer[Any], *, warm_up: Callable[[], None] | None = None, warm_up_after_s: float = 0.0
+) -> None:
+    """Serve over stdin/stdout until the client closes the stream; ``warm_up`` (if any) runs once on
+    the event loop ``warm_up_after_s`` after the start (unless the stream closed before)."""
+    loop = asyncio.get_running_loop()
+    timer = loop.call_later(warm_up_after_s, warm_up) if warm_up is not None else None
+    try:
+        await server.run_stdio_async()
+    finally:
+        if timer is not None:
+            timer.cancel()
 
 
 async def serve_http(

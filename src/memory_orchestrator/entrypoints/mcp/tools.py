@@ -15,8 +15,6 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from memory_orchestrator.domain import provenance, sessions
-from memory_orchestrator.domain.results import edge_to_dict, record_to_dict
 from memory_orchestrator.entrypoints.mcp import outputs as o
 from memory_orchestrator.entrypoints.mcp import schemas as s
 from memory_orchestrator.entrypoints.mcp.auth import ALL_STORES
@@ -30,6 +28,10 @@ from memory_orchestrator.ports import (
 )
 
 LOG = logging.getLogger("memory_orchestrator.mcp")
+
+# The domain modules of the bodies (sessions, provenance, result conversion) are imported in the
+# bodies: the server answers its first message before it needs them (``launch.warm_up`` imports
+# them soon after the start).
 
 
 ToolBody = Callable[[Any, ToolCall], Awaitable[BaseModel]]
@@ -185,6 +187,8 @@ def _check(check: HealthCheck, *, detailed: bool) -> o.CheckOutput:
 
 async def get(inp: s.GetInput, call: ToolCall) -> o.GetOutput:
     """memory_get."""
+    from memory_orchestrator.domain.results import record_to_dict
+
     ids = list(dict.fromkeys(inp.ids))
     records = await (await call.handle()).backend.get(ids)
     if not records:
@@ -197,6 +201,8 @@ async def get(inp: s.GetInput, call: ToolCall) -> o.GetOutput:
 
 async def link(inp: s.LinkInput, call: ToolCall) -> o.LinkOutput:
     """memory_link."""
+    from memory_orchestrator.domain.results import edge_to_dict
+
     edge = await (await call.handle()).backend.link(inp.to_port())
     return o.LinkOutput(store=call.store, edge=o.EdgeOutput.model_validate(edge_to_dict(edge)))
 
@@ -209,6 +215,8 @@ async def forget(inp: s.ForgetInput, call: ToolCall) -> o.ForgetOutput:
 
 async def changes(inp: s.ChangesInput, call: ToolCall) -> o.ChangesOutput:
     """memory_changes."""
+    from memory_orchestrator.domain import sessions
+
     backend = (await call.handle()).backend
     now = call.now()
     last = await sessions.last_session_time(backend, now) if "session" in inp.since.lower() else None
@@ -223,6 +231,8 @@ async def changes(inp: s.ChangesInput, call: ToolCall) -> o.ChangesOutput:
 
 async def why(inp: s.WhyInput, call: ToolCall) -> o.WhyOutput:
     """memory_why."""
+    from memory_orchestrator.domain import provenance
+
     call.log["query"] = inp.question
     handle = await call.handle()
     report = await provenance.explain_why(handle.orchestrator, handle.backend, inp.question, depth=inp.depth)
@@ -234,6 +244,8 @@ async def why(inp: s.WhyInput, call: ToolCall) -> o.WhyOutput:
 
 async def session_summary(inp: s.SessionSummaryInput, call: ToolCall) -> o.SessionSummaryOutput:
     """memory_session_summary."""
+    from memory_orchestrator.domain import sessions
+
     handle = await call.handle()
     session_id = inp.session_id or call.now().strftime("%Y-%m-%dT%H%M%SZ")
     summary = sessions.SessionSummary(
