@@ -7,10 +7,14 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from pathlib import Path
+from typing import cast
 
+import aiosqlite
 import pytest
 
+from memory_orchestrator.adapters.sqlite import writes
 from memory_orchestrator.adapters.sqlite.backend import SqliteBackend
+from memory_orchestrator.adapters.sqlite.sync_db import SyncConnection
 from memory_orchestrator.ports import (
     FixedClock,
     InvalidRequest,
@@ -18,6 +22,7 @@ from memory_orchestrator.ports import (
     WriteAction,
     remember_all,
 )
+from memory_orchestrator.ports.text import tokenize
 
 T0 = datetime(2026, 2, 1, 9, tzinfo=UTC)
 
@@ -361,3 +366,19 @@ async def test_a_batch_that_rolled_back_leaves_no_trace_for_later_batches(
         got += await backend.remember_many(last)
     assert [dict(r.edges_created) for r in got] == [dict(r.edges_created) for r in expected]
     assert snapshot(many, [r.id for r in got]) == snapshot(one, [r.id for r in expected])
+
+
+@pytest.mark.anyio
+async def test_a_stored_memory_sketches_back_with_the_tokens_of_its_text(tmp_path: Path) -> None:
+    # a write's candidates are sketched from their FTS rows, a batch's own from their text
+    backend = SqliteBackend(tmp_path / "s.db", clock=FixedClock(T0 + timedelta(days=1)))
+    async with backend:
+        results = await remember_all(backend, batch())
+    ids = {result.id for result in results}
+    contents = {result.id: result.record.content for result in results if result.record is not None}
+    with sqlite3.connect(tmp_path / "s.db") as connection:
+        db = cast(aiosqlite.Connection, SyncConnection(connection))
+        sketches = await writes.load_sketches(db, ids)
+    assert {item.id for item in sketches} == ids
+    for item in sketches:
+        assert item.tokens == frozenset(tokenize(contents[item.id]))
