@@ -128,10 +128,8 @@ class SketchCache:
         return found, missing
 
     def put(self, item: MemorySketch) -> None:
-        """Keep ``item``; when full, the oldest half is dropped (dicts keep insertion order)."""
-        if len(self._items) >= self.size:
-            for memory_id in list(self._items)[: self.size // 2]:
-                del self._items[memory_id]
+        """Keep ``item``; when full, the oldest half is dropped."""
+        _make_room(self._items, 1, self.size)
         self._items[item.id] = item
 
 
@@ -151,10 +149,16 @@ class RowIds:
 
     def update(self, items: dict[int, str]) -> None:
         """Keep ``items`` (committed rows); when full, the oldest half is dropped."""
-        if len(self._items) + len(items) > self.size:
-            for rowid in list(self._items)[: self.size // 2]:
-                del self._items[rowid]
+        _make_room(self._items, len(items), self.size)
         self._items.update(items)
+
+
+def _make_room(items: dict[Any, Any], coming: int, size: int) -> None:
+    """Drop the oldest half of ``items`` (dicts keep insertion order) when ``coming`` more would not
+    fit in ``size``."""
+    if len(items) + coming > size:
+        for key in list(items)[: size // 2]:
+            del items[key]
 
 
 async def load_sketches(
