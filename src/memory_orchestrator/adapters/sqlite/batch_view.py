@@ -32,6 +32,7 @@ import aiosqlite
 from memory_orchestrator.adapters.sqlite import writes
 from memory_orchestrator.adapters.sqlite.lexical import ranked_rows
 from memory_orchestrator.adapters.sqlite.rows import stamp
+from memory_orchestrator.adapters.sqlite.terms import term_frequencies
 from memory_orchestrator.ports import MemoryRecord
 from memory_orchestrator.ports.autolinks import DEFAULT_LIMITS, LinkLimits, MemorySketch
 
@@ -177,11 +178,9 @@ class BatchView:
         """``lexical.lexical_rows`` of a memory with ``tokens``, the term counts kept here."""
         docs = self._docs
         if missing := [term for term in tokens if term not in docs]:
-            sql = "SELECT term, docs FROM term_stats WHERE term IN (SELECT value FROM json_each(?))"
-            rows = await db.execute_fetchall(sql, (json.dumps(missing),))
-            found = {str(term): int(count) for term, count in rows}
+            found, _ = await term_frequencies(db, missing)  # the store's, without the batch
             for term in missing:
-                docs[term] = max(found.get(term, 0), 0)
+                docs[term] = found.get(term, 0)
         frequencies = {term: count for term in tokens if (count := docs[term]) > 0}
         # term_frequencies reads the store size beside the counts: none when no term is known
         return await ranked_rows(db, len(tokens), frequencies, self._size if frequencies else 0)
