@@ -54,6 +54,12 @@ _SCRATCH_VOCAB = (
 )
 
 
+async def _scratch(db: Connection) -> None:
+    """Create the scratch table and its vocabulary on this connection unless they exist."""
+    await db.execute(_SCRATCH)
+    await db.execute(_SCRATCH_VOCAB)
+
+
 class Connection(Protocol):
     """What the postings need of a connection (aiosqlite's or the bulk path's ``SyncConnection``)."""
 
@@ -104,8 +110,7 @@ async def reindex(db: Connection, rowids: Iterable[int]) -> None:
         if state[1]:
             await build(db)
         return
-    await db.execute(_SCRATCH)
-    await db.execute(_SCRATCH_VOCAB)
+    await _scratch(db)
     await db.execute("DELETE FROM keyword_impacts WHERE row IN (SELECT value FROM json_each(?))", (wanted,))
     await db.execute(
         "INSERT OR REPLACE INTO temp.stems (rowid, tokens, context) SELECT rowid, tokens, context "
@@ -243,8 +248,7 @@ def _idf(rows: int, hits: int) -> float:
 async def _stems(db: Connection, terms: Sequence[str]) -> tuple[list[str], dict[str, int]] | None:
     """Each term's stem in the keyword index and each stem's postings (``None`` unless every term
     is exactly one token)."""
-    await db.execute(_SCRATCH)
-    await db.execute(_SCRATCH_VOCAB)
+    await _scratch(db)
     # rowids of this call's own (negative: never a memory's, whose rows ``reindex`` stems here;
     # reads sharing the connection interleave, so each call keeps to its own range)
     last = -1 - next(_CALLS) % 1_000_000 * 1_000_000
