@@ -67,7 +67,7 @@ def _frozen(mapping: Mapping[str, str] | None) -> Mapping[str, str]:
     # A read-only view is kept as given: the automatic edges of every write share a few constant ones.
     if type(mapping) is MappingProxyType:
         return mapping
-    return MappingProxyType(dict(mapping)) if mapping else EMPTY_MAPPING
+    return frozen(mapping) if mapping else EMPTY_MAPPING
 
 
 def frozen(mapping: Mapping[str, str]) -> Mapping[str, str]:
