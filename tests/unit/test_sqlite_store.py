@@ -219,6 +219,45 @@ async def test_a_database_locked_by_another_writer_gives_unavailable_and_no_chan
 
 
 @pytest.mark.anyio
+async def test_a_lost_race_for_the_wal_locks_is_retried_on_open_and_on_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # SQLite answers "locking protocol" (SQLITE_PROTOCOL) at once when processes race for the WAL's
+    # locks; seen with several processes opening and writing one file on a loaded machine.
+    from memory_orchestrator.adapters.sqlite import backend as backend_module
+
+    monkeypatch.setattr(backend_module, "FIRST_BACKOFF_S", 0.001)
+    real_connect = SqliteBackend._connect_writable
+    lost = {"open": 2, "begin": 2}
+
+    async def connect(self: SqliteBackend) -> object:
+        if lost["open"]:
+            lost["open"] -= 1
+            raise sqlite3.OperationalError("locking protocol")
+        db = await real_connect(self)
+        real_execute = db.execute
+
+        def execute(sql: str, *args: object) -> object:
+            if sql == "BEGIN IMMEDIATE" and lost["begin"]:
+                lost["begin"] -= 1
+                raise sqlite3.OperationalError("locking protocol")
+            return real_execute(sql, *args)
+
+        monkeypatch.setattr(db, "execute", execute)
+        return db
+
+    monkeypatch.setattr(SqliteBackend, "_connect_writable", connect)
+    async with SqliteBackend(tmp_path / "m.db") as backend:
+        assert (await backend.remember(NewMemory("written after two lost races"))).action.value == "added"
+        assert lost == {"open": 0, "begin": 0}
+        assert [record.content for record in await backend.recent()] == ["written after two lost races"]
+        lost["begin"] = backend_module.WRITE_ATTEMPTS  # never won: a clear error, nothing written
+        with pytest.raises(BackendUnavailable, match="locking protocol"):
+            await backend.remember(NewMemory("never written"))
+        assert len(await backend.recent()) == 1
+
+
+@pytest.mark.anyio
 async def test_the_store_version_changes_with_every_commit_by_anyone_and_only_then(tmp_path: Path) -> None:
     path = tmp_path / "versions.db"
     async with SqliteBackend(path) as backend:

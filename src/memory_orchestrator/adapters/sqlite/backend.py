@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iter
 from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import cast
+from typing import TypeVar, cast
 
 import aiosqlite
 
@@ -70,6 +70,7 @@ from memory_orchestrator.ports.validation import (
 )
 
 #: Attempts and first back-off of a write transaction that finds the database locked.
+T = TypeVar("T")
 WRITE_ATTEMPTS = 6
 FIRST_BACKOFF_S = 0.05
 #: Page cache per connection, KiB (SQLite's default is 2 MiB). On a large store each write's candidate
@@ -145,7 +146,8 @@ class SqliteBackend(AsyncLifecycle):
         try:
             with self._translated(f"open {self.path}"):
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                self._db = await self._connect_writable()
+                # Processes opening one file at once race for the WAL's locks while it is set up.
+                self._db = await _retrying(self._connect_writable)
         except BackendUnavailable as exc:
             if not self.path.is_file() or not _cannot_write(exc):
                 raise
@@ -244,18 +246,8 @@ class SqliteBackend(AsyncLifecycle):
             )
 
     async def _begin(self, db: aiosqlite.Connection) -> None:
-        # busy_timeout already waits; this bounded retry covers writers that outlast it.
-        delay = FIRST_BACKOFF_S
-        for attempt in range(WRITE_ATTEMPTS):
-            try:
-                await db.execute("BEGIN IMMEDIATE")
-                return
-            except sqlite3.OperationalError as exc:
-                locked = "locked" in str(exc) or "busy" in str(exc)
-                if not locked or attempt == WRITE_ATTEMPTS - 1:
-                    raise
-                await asyncio.sleep(delay)
-                delay *= 2
+        # busy_timeout already waits; the bounded retry covers writers that outlast it.
+        await _retrying(lambda: db.execute("BEGIN IMMEDIATE"))
 
     def _now(self) -> datetime:
         return ensure_utc(self.clock.now())
@@ -596,6 +588,25 @@ def new_id() -> str:
     rows) at the end of their B-trees rather than scattered over them: a batch dirties a few pages
     instead of one per entry, which counts most in large stores."""
     return f"mem-{time.time_ns() // 1000:013x}{secrets.randbits(28):07x}"
+
+
+async def _retrying(call: Callable[[], Awaitable[T]]) -> T:
+    """``call()``, again after a growing pause while SQLite says another connection holds the file:
+    "database is locked" / "busy" past the busy timeout, or "locking protocol", a race for the WAL's
+    locks that SQLite gives up on at once instead of waiting (many processes opening or writing one
+    file at the same moment)."""
+    delay = FIRST_BACKOFF_S
+    for attempt in range(WRITE_ATTEMPTS):
+        try:
+            return await call()
+        except sqlite3.OperationalError as exc:
+            message = str(exc)
+            contended = "locked" in message or "busy" in message or "locking protocol" in message
+            if not contended or attempt == WRITE_ATTEMPTS - 1:
+                raise
+            await asyncio.sleep(delay)
+            delay *= 2
+    raise AssertionError("unreachable")
 
 
 def _cannot_write(exc: BaseException) -> bool:
