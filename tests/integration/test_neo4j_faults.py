@@ -77,7 +77,7 @@ async def test_neo4j_down_then_back(neo4j_service: Neo4jService) -> None:
     try:
         async with Client(build_server(opener, server_options)) as client:
             written = await client.call_tool("memory_write", {"content": "Kafka lag alert fired at 02:00"})
-            assert not written.is_error
+            assert not written.is_error, written.content
             first = str((written.structured_content or {})["id"])
             launcher.stop()
             for tool, arguments, read in (
