@@ -21,6 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from functools import lru_cache
 
 from memory_orchestrator.domain.candidates import Candidate
 from memory_orchestrator.domain.config import PipelineConfig
@@ -214,9 +215,14 @@ def time_match(created_at: datetime, window: TimeRange | None) -> float:
 def type_match(record: MemoryRecord, intent: Intent) -> float:
     """How well the memory's category (and, for WHY, a stated reason) fits the intent."""
     value = TYPE_MATCH.get(intent, {}).get(record.category, 0.0)
-    if intent == Intent.WHY and has_causal_cue(record.content):
+    if intent == Intent.WHY and _causal(record.content):
         value = 1.0
     return value
+
+
+#: Whether a memory's content states a cause; cached, as the same memories come back query after
+#: query (a WHY question asks it of every candidate). A bool per text: nothing for the collector.
+_causal = lru_cache(maxsize=16384)(has_causal_cue)
 
 
 def entity_specificity(matches: Mapping[str, list[str]], names: Sequence[str]) -> dict[str, float]:
@@ -265,14 +271,18 @@ _ADDRESS_BEFORE = re.compile(
     r"congratulations|sorry|ok|okay|dear|bye|cheers|haha|lol|omg|morning|night)\W{0,3}|,\s*|^|:\s*)$",
     re.IGNORECASE,
 )
-_ADDRESS_AFTER = re.compile(r"^\s*(?:[!,.?]|$)")
+#: Matched at the end of the name (``match(text, pos)``, so no ``^``: it would only match at 0).
+_ADDRESS_AFTER = re.compile(r"\s*(?:[!,.?]|$)")
 
 
 def addressed(text: str, match: re.Match[str]) -> bool:
     """True when the name at ``match`` is a form of address: after a greeting or a comma (or opening
     the text), and followed by punctuation."""
-    before = text[max(0, match.start() - 20) : match.start()]
-    return bool(_ADDRESS_BEFORE.search(before)) and bool(_ADDRESS_AFTER.match(text[match.end() :]))
+    # The punctuation after the name first: it is one anchored match, and most mentions fail it,
+    # which spares them the greeting search (tried at each of up to 20 positions before the name).
+    if _ADDRESS_AFTER.match(text, match.end()) is None:
+        return False
+    return _ADDRESS_BEFORE.search(text[max(0, match.start() - 20) : match.start()]) is not None
 
 
 def noise(content: str) -> float:

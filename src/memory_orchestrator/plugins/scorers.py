@@ -72,6 +72,8 @@ def _tag_named(tag: str, words: tuple[str, ...], entities: frozenset[str]) -> bo
     if not tag_words:
         return False
     size = len(tag_words)
+    if size == 1:  # most tags are one word: a membership test in C, not a slice per position
+        return tag_words[0] in words
     return any(words[start : start + size] == tag_words for start in range(len(words) - size + 1))
 
 
