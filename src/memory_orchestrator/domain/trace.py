@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import marshal
+import secrets
 import time
-import uuid
 from collections import OrderedDict
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -28,7 +28,9 @@ BASIC_LIST_LIMIT = 50
 
 def new_trace_id() -> str:
     """A fresh, unguessable trace id (``tr-`` + 16 hex digits)."""
-    return f"tr-{uuid.uuid4().hex[:16]}"
+    # 8 random bytes as hex: what the first 16 digits of a uuid4 were, without building the UUID
+    # (one per served request; uuid4() was ~1% of a served search's CPU).
+    return f"tr-{secrets.token_hex(8)}"
 
 
 class _Reserved:

@@ -26,6 +26,10 @@ CREATE TABLE IF NOT EXISTS traces (
 
 #: Traces written by one statement at most (three parameters each, well inside SQLite's limit).
 MAX_BATCH = 200
+#: ``json.dumps(document, ensure_ascii=False, default=str)`` without the check for circular
+#: references (a trace document is a tree of plain values): the same text, ~10% less of the time
+#: encoding a trace takes (a search's is ~20 KB, ~600 numbers), built once rather than per save.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str, check_circular=False)
 
 
 class SqliteTraceStore:
@@ -97,7 +101,7 @@ class SqliteTraceStore:
         turns one thread round trip per request into one per batch: each trip also hands the GIL
         to the connection's thread and back, which queued every request behind it.
         """
-        text = json.dumps(document, ensure_ascii=False, default=str)
+        text = _ENCODER.encode(document)
         db = self._conn()
         self._queued.append((trace_id, stamp(created_at), text))
         self._enqueued += 1
