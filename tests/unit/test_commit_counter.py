@@ -1,9 +1,12 @@
 """The commit counter of an SQLite file: it changes with every commit by any connection, and only then,
-whether it reads the mapped WAL index (WAL mode) or asks SQLite (any other journal mode)."""
+in any journal mode; and watching it leaves SQLite's locks alone."""
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -38,3 +41,32 @@ def test_an_immutable_store_has_one_version(tmp_path: Path) -> None:
     counter = CommitCounter(tmp_path / "absent.db", immutable=True)
     counter.open()
     assert counter.read() == counter.read() == 0
+
+
+# SQLite (unix VFS) keeps a shared lock on byte 128 of the WAL index while a process has the file
+# open (its "dead-man switch"); a process that can take it exclusively believes it is alone and
+# truncates and rebuilds the WAL index. Asked from another process, as the next opener would.
+DMS_PROBE = r"""
+import fcntl, os, sys
+descriptor = os.open(sys.argv[1], os.O_RDWR)
+try:
+    fcntl.lockf(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 128)
+    print("free")
+except OSError:
+    print("held")
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX advisory locks")
+@pytest.mark.anyio
+async def test_an_open_store_keeps_sqlites_wal_index_lock_while_its_counter_watches(tmp_path: Path) -> None:
+    from memory_orchestrator.adapters.sqlite import SqliteBackend
+    from memory_orchestrator.ports import NewMemory
+
+    path = tmp_path / "store.db"
+    async with SqliteBackend(path) as backend:
+        await backend.remember(NewMemory("a write, so the WAL index is in use"))
+        assert backend.store_version() is not None
+        command = [sys.executable, "-c", DMS_PROBE, f"{path}-shm"]
+        probe = await asyncio.to_thread(subprocess.run, command, capture_output=True, text=True, check=True)
+        assert probe.stdout.strip() == "held"

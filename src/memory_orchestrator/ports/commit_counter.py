@@ -1,29 +1,23 @@
 """The commit counter of an SQLite database file, for adapters whose store is one (``VersionedStore``).
 
-A read cache asks on every read, on the event loop, whether anyone (this process or another) has
-committed to the file since an answer was computed. In WAL mode every commit rewrites the header of
-the shared WAL index (``<file>-shm``: the newest frame, a change counter, checksums; see
-https://www.sqlite.org/walformat.html), which every connection maps into memory: reading its 48 bytes
-from our own read-only mapping answers in well under a microsecond and without a system call, so the
-event loop never gives up the GIL for it. ``PRAGMA data_version`` says the same through SQLite
-(a statement, so the GIL is released and must be won back: ~0.4 ms a call under HTTP load); it is
-the fallback when the file has no WAL index to map.
+A read cache asks on every read whether anyone (this process or another) has committed to the file
+since an answer was computed: ``PRAGMA data_version`` on a connection of the counter's own changes
+with every commit by any other connection, ours included (~5 us; a statement, so it releases the GIL
+and must win it back, ~0.4 ms a call on a loaded event loop).
 
-The mapping is safe because the counter keeps a connection of its own open for as long as it is
-mapped: SQLite truncates a WAL index only when it is the first connection to open the file, which no
-connection is while ours is open.
+It must go through SQLite. An earlier version read the WAL index's header (``<file>-shm``) through a
+read-only mapping of its own, and closed the descriptor it mapped from: on POSIX, closing *any*
+descriptor of a file drops every lock the process holds on that file, including the shared
+"dead-man switch" lock by which SQLite tells other processes that this one is using the WAL index.
+The next process to open the store then believed it was alone, truncated and rebuilt the WAL index
+under the running one (a worker of the concurrency test died of SIGBUS reading it). A test now
+checks that an open store still holds that lock.
 """
 
 from __future__ import annotations
 
-import contextlib
-import mmap
-import os
 import sqlite3
 from pathlib import Path
-
-#: Bytes of the first copy of the WAL-index header.
-HEADER_BYTES = 48
 
 
 class CommitCounter:
@@ -34,24 +28,19 @@ class CommitCounter:
         #: Opened read-only: nobody can change the file, so its version is fixed.
         self._immutable = immutable
         self._connection: sqlite3.Connection | None = None
-        self._header: mmap.mmap | None = None
 
     def open(self) -> None:
-        """Open the watching connection (read-only; it never takes a write lock) and map the file's
-        WAL index when it has one."""
+        """Open the watching connection (read-only; it never takes a write lock)."""
         if self._immutable or self._connection is not None:
             return
         uri = f"{self._path.resolve().as_uri()}?mode=ro"
         self._connection = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
-        self._connection.execute("PRAGMA data_version").fetchone()  # joins the WAL index, if any
-        self._header = _map_header(Path(f"{self._path}-shm"))
+        self._connection.execute("PRAGMA data_version").fetchone()
 
     def read(self) -> int | None:
         """The current version; None when closed or unreadable right now (a cache then keeps nothing)."""
         if self._immutable:
             return 0
-        if self._header is not None:
-            return int.from_bytes(self._header[:HEADER_BYTES], "little")
         if self._connection is None:
             return None
         try:
@@ -61,26 +50,7 @@ class CommitCounter:
         return int(row[0])
 
     def close(self) -> None:
-        """Unmap, then close the watching connection. Idempotent."""
-        header, self._header = self._header, None
-        if header is not None:
-            header.close()
+        """Close the watching connection. Idempotent."""
         connection, self._connection = self._connection, None
         if connection is not None:
             connection.close()
-
-
-def _map_header(shm: Path) -> mmap.mmap | None:
-    """A read-only mapping of the WAL-index header, or None (no WAL index: not in WAL mode)."""
-    try:
-        descriptor = os.open(shm, os.O_RDONLY)
-    except OSError:
-        return None
-    try:
-        if os.fstat(descriptor).st_size < HEADER_BYTES:
-            return None
-        with contextlib.suppress(OSError, ValueError):
-            return mmap.mmap(descriptor, HEADER_BYTES, prot=mmap.PROT_READ)
-        return None
-    finally:
-        os.close(descriptor)  # the mapping stays valid without the descriptor
