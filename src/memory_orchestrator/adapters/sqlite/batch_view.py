@@ -135,10 +135,20 @@ class BatchView:
         """rowid -> id of the memories this batch met or wrote (for ``RowIds`` once it commits)."""
         return self._ids
 
-    async def start(self, db: aiosqlite.Connection, memories: int, digests: Collection[str] = ()) -> None:
+    async def start(
+        self,
+        db: aiosqlite.Connection,
+        memories: int,
+        digests: Collection[str] = (),
+        terms: Collection[str] = (),
+    ) -> None:
         """Read what every one of the batch's ``memories`` needs: the newest memories, the store size,
-        the entity names if there are few, and the oldest active memory of each content hash among
-        ``digests`` (those of the memories to deduplicate)."""
+        the entity names if there are few, the oldest active memory of each content hash among
+        ``digests`` (those of the memories to deduplicate) and the document counts of ``terms`` (the
+        tokens of its memories: one lookup instead of one per memory)."""
+        if terms:
+            counts, _ = await term_frequencies(db, sorted(terms))  # the store's, without the batch
+            self._docs.update((term, counts.get(term, 0)) for term in terms)
         if digests:
             sql = "SELECT content_hash, created_at, id FROM memories WHERE deleted_at IS NULL "
             sql += "AND content_hash IN (SELECT value FROM json_each(?))"
