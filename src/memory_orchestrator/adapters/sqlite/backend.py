@@ -321,13 +321,15 @@ class SqliteBackend(AsyncLifecycle):
             deferred = Batch(view=BatchView(known=self._rowids))
             digests = [content_hash(memory.content) for memory in memories]
             deduplicated = {digest for digest, memory in zip(digests, memories, strict=True) if memory.dedup}
-            await deferred.view.start(conn, len(memories), deduplicated)
-            for memory, digest in zip(memories, digests, strict=True):
+            texts = [tokenize(memory.content) for memory in memories]
+            terms = {term for tokens in texts for term in tokens}
+            await deferred.view.start(conn, len(memories), deduplicated, terms)
+            for memory, digest, tokens in zip(memories, digests, texts, strict=True):
                 existing = deferred.view.duplicate(digest) if memory.dedup else None
                 if existing is not None:
                     results.append(await self._skipped(conn, existing))
                 else:
-                    results.append(await self._insert(conn, memory, digest, deferred))
+                    results.append(await self._insert(conn, memory, digest, deferred, tokens))
             await finish(conn, deferred)
             await conn.execute("COMMIT")
             self._rowids.update(deferred.view.ids)  # committed: its rowids are taken for good
@@ -341,10 +343,16 @@ class SqliteBackend(AsyncLifecycle):
         return WriteResult(existing, WriteAction.SKIPPED, duplicate_of=existing, record=found.get(existing))
 
     async def _insert(
-        self, db: aiosqlite.Connection, memory: NewMemory, digest: str, deferred: Batch | None = None
+        self,
+        db: aiosqlite.Connection,
+        memory: NewMemory,
+        digest: str,
+        deferred: Batch | None = None,
+        tokens: list[str] | None = None,
     ) -> WriteResult:
         """Store one new memory and its automatic edges; with ``deferred`` (a batch's), its edges, FTS
-        row and change-log entry are left there for ``batch.finish`` before the batch commits."""
+        row and change-log entry are left there for ``batch.finish`` before the batch commits.
+        ``tokens``, when the caller has them, are ``tokenize(memory.content)``."""
         now = self._now()
         names = name_candidates(memory.content)
         view = deferred.view if deferred is not None else None
@@ -364,7 +372,8 @@ class SqliteBackend(AsyncLifecycle):
             source=memory.source,
             metadata=dict(memory.metadata),
         )
-        tokens = tokenize(record.content)
+        if tokens is None:
+            tokens = tokenize(record.content)
         new = sketch(record, tokens)
         if view is None:
             others = await writes.load_sketches(db, await writes.candidate_ids(db, new), self._sketches)

@@ -8,6 +8,8 @@ its first need, and keeps the rest in memory:
 - the newest memories of the store, of each source and of each entity name (the nearest-neighbour
   parts of ``writes.nearby_parts`` for a memory dated after them, as ingests in time order are), each
   read one row past its limit so a tie at the limit is seen;
+- the newest postings of each term its lexical lookups chose (``memory_terms``), ranked in memory
+  (``postings.py``);
 - the document count of each term (``term_stats``) and the spelling and use count of each entity
   name (``entity_stats``), written once at the end with the batch's increments.
 
@@ -30,9 +32,10 @@ from datetime import timedelta
 import aiosqlite
 
 from memory_orchestrator.adapters.sqlite import writes
-from memory_orchestrator.adapters.sqlite.lexical import ranked_rows
+from memory_orchestrator.adapters.sqlite.lexical import LEXICAL_POSTINGS, LEXICAL_TERMS, idf, ranked_rows
+from memory_orchestrator.adapters.sqlite.postings import TermPostings, rank
 from memory_orchestrator.adapters.sqlite.rows import stamp
-from memory_orchestrator.adapters.sqlite.terms import term_frequencies
+from memory_orchestrator.adapters.sqlite.terms import choose_terms, term_frequencies
 from memory_orchestrator.ports import MemoryRecord
 from memory_orchestrator.ports.autolinks import DEFAULT_LIMITS, LinkLimits, MemorySketch
 
@@ -52,6 +55,7 @@ _NEWEST_OF_SOURCE = (
 _NEWEST_CARRIERS = (
     "SELECT created_at, memory_id FROM memory_entities WHERE entity_norm = ? ORDER BY created_at DESC LIMIT ?"
 )
+_POSTINGS = "SELECT row, size FROM memory_terms WHERE term = ? ORDER BY row DESC LIMIT ?"
 _SKETCHES = (
     f"SELECT m.rowid, m.deleted_at, {writes.SKETCH_COLUMNS} FROM memories m "
     "LEFT JOIN memories_fts f ON f.rowid = m.rowid WHERE m.rowid IN (SELECT value FROM json_each(?))"
@@ -121,16 +125,30 @@ class BatchView:
         self._hashes: dict[str, Key] = {}
         #: rowid -> id of memories met by this batch (its own and stored ones): :attr:`ids`.
         self._ids: dict[int, str] = {}
+        #: The newest postings of each term a lexical lookup chose (``postings.py``).
+        self._postings: dict[str, TermPostings] = {}
+        #: Lexical lookups SQLite answered (a near tie at the cut: ``lexical.rank_postings``).
+        self.lexical_fallbacks = 0
 
     @property
     def ids(self) -> dict[int, str]:
         """rowid -> id of the memories this batch met or wrote (for ``RowIds`` once it commits)."""
         return self._ids
 
-    async def start(self, db: aiosqlite.Connection, memories: int, digests: Collection[str] = ()) -> None:
+    async def start(
+        self,
+        db: aiosqlite.Connection,
+        memories: int,
+        digests: Collection[str] = (),
+        terms: Collection[str] = (),
+    ) -> None:
         """Read what every one of the batch's ``memories`` needs: the newest memories, the store size,
-        the entity names if there are few, and the oldest active memory of each content hash among
-        ``digests`` (those of the memories to deduplicate)."""
+        the entity names if there are few, the oldest active memory of each content hash among
+        ``digests`` (those of the memories to deduplicate) and the document counts of ``terms`` (the
+        tokens of its memories: one lookup instead of one per memory)."""
+        if terms:
+            counts, _ = await term_frequencies(db, sorted(terms))  # the store's, without the batch
+            self._docs.update((term, counts.get(term, 0)) for term in terms)
         if digests:
             sql = "SELECT content_hash, created_at, id FROM memories WHERE deleted_at IS NULL "
             sql += "AND content_hash IN (SELECT value FROM json_each(?))"
@@ -183,7 +201,25 @@ class BatchView:
                 docs[term] = found.get(term, 0)
         frequencies = {term: count for term in tokens if (count := docs[term]) > 0}
         # term_frequencies reads the store size beside the counts: none when no term is known
-        return await ranked_rows(db, len(tokens), frequencies, self._size if frequencies else 0)
+        size = self._size if frequencies else 0
+        terms = choose_terms(frequencies, size, most=LEXICAL_TERMS, postings=LEXICAL_POSTINGS)
+        if not terms:
+            return []
+        postings = [await self._newest_postings(db, term) for term in terms]
+        ranked = rank(len(tokens), [idf(frequencies[term], size) for term in terms], postings)
+        if ranked is None:
+            self.lexical_fallbacks += 1
+            return await ranked_rows(db, len(tokens), frequencies, size)
+        return ranked
+
+    async def _newest_postings(self, db: aiosqlite.Connection, term: str) -> TermPostings:
+        # Read once per batch, at the term's first need (the batch's own rows included, as SQLite has
+        # them by then); the batch's later rows are added by added().
+        postings = self._postings.get(term)
+        if postings is None:
+            found = await db.execute_fetchall(_POSTINGS, (term, LEXICAL_POSTINGS))
+            postings = self._postings[term] = TermPostings([(int(row), int(size)) for row, size in found])
+        return postings
 
     # -- candidates ---------------------------------------------------------------------------
 
@@ -259,8 +295,11 @@ class BatchView:
         insort(self._sources[record.source].added, key)
         self._size = max(self._size, rowid)
         self._ids[rowid] = record.id
+        postings = self._postings
         for term in tokens:
             self._docs[term] += 1
+            if (rows := postings.get(term)) is not None:
+                rows.add(rowid, len(tokens))
         self._new_docs.update(tokens)
         spellings = {name.casefold(): name for name in reversed(record.entities)}
         for norm, name in spellings.items():
