@@ -46,6 +46,7 @@ from memory_orchestrator.ports import (
 from memory_orchestrator_dense.cache import CachedEmbedder
 from memory_orchestrator_dense.embedder import (
     BGE_ARTIFACT,
+    BGE_SMALL,
     DIMENSIONS,
     MINILM,
     MODELS,
@@ -277,9 +278,10 @@ def create_channel(options: Mapping[str, Any]) -> DenseChannel:
         raise InvalidRequest(f"channels.options.dense.model must name an existing model file, not {model!r}")
     path = Path(model).expanduser() if model else None
     if path is None and not model_file(None, spec).is_file():
+        fetch = f"mvn dependency:get -Dartifact={BGE_ARTIFACT} -Dtransitive=false"
+        how = f"fetch it with: {fetch}" if spec is BGE_SMALL else "reinstall memory-orchestrator-dense"
         raise InvalidRequest(
-            f"the dense channel's model {name} is not installed: {model_file(None, spec)} is missing"
-            f" (fetch it with: mvn dependency:get -Dartifact={BGE_ARTIFACT} -Dtransitive=false)"
+            f"the dense channel's model {name} is not installed: {model_file(None, spec)} is missing ({how})"
         )
     try:
         check_model_file(path or model_file(None, spec))
