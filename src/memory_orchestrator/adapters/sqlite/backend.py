@@ -69,8 +69,8 @@ from memory_orchestrator.ports.validation import (
     validate_new_memory,
 )
 
-#: Attempts and first back-off of a write transaction that finds the database locked.
 T = TypeVar("T")
+#: Attempts and first back-off of a write transaction (or an open) that finds the database locked.
 WRITE_ATTEMPTS = 6
 FIRST_BACKOFF_S = 0.05
 #: Page cache per connection, KiB (SQLite's default is 2 MiB). On a large store each write's candidate
