@@ -126,10 +126,11 @@ def rank(
     share = entity_share(context.query, context.entities, candidates, matches, contested)
     context = replace(context, entity_share=share)
     ranked = []
+    weighted = _Weighted(context, config)
     for candidate in candidates:
         found = matches[candidate.memory_id]
         entity = share * sum(specificity[name] for name in found) / len(patterns) if patterns else 0.0
-        item = score_candidate(candidate, context, config, patterns, entity=entity, matched=found)
+        item = weighted.score(candidate, entity, found)
         _apply_scorers(item, scorers, scoring, broken, warnings, config.weights.superseded_factor)
         ranked.append(item)
     ranked.sort(key=order_key)
@@ -150,43 +151,63 @@ def score_candidate(
     ``entity`` overrides the plain entity overlap (``rank`` passes it weighted by specificity);
     ``matched`` is the question's entities the memory carries when the caller already knows them.
     """
-    weights = config.weights
-    record = candidate.record
     if matched is None:
-        matched = matched_entities(record, patterns)
-    signals = {
-        "relevance": candidate.relevance,
-        "graph": candidate.inherited,
-        "recency": recency(record.created_at, context.now, config.recency_half_life_days),
-        "type_match": type_match(record, context.intent),
-        "entity": len(matched) / len(patterns) if entity is None and patterns else (entity or 0.0),
-        "importance": min(1.0, max(0.0, (record.importance - 1) / 4)),
-        "cross_reference": _cross_reference(candidate, context.total_lists),
-        "noise": noise_of_words(candidate.words()),
-        "time": time_match(record.created_at, context.time_window),
-    }
-    recency_weight = weights.recency * (1.0 if _time_matters(context) else WEAK_RECENCY)
-    strong, weak = sorted((signals["relevance"], signals["graph"]), reverse=True)
-    score = weights.relevance * strong + weights.graph * weak
-    score += recency_weight * signals["recency"] + weights.type_match * signals["type_match"]
-    entity_weight = weights.entity + (weights.list_entity if context.several else 0.0)
-    score += entity_weight * signals["entity"] + weights.importance * signals["importance"]
-    score += weights.cross_reference * signals["cross_reference"] - weights.noise * signals["noise"]
-    score += weights.time * signals["time"]
-    superseded = bool(record.superseded_by)
-    if superseded:
-        score *= weights.superseded_factor
-    item = RankedItem(
-        candidate,
-        score,
-        # most signals are exactly 0 or 1, which rounding leaves as they are (and it is not free)
-        {k: v if v == 0.0 or v == 1.0 else round(v, 6) for k, v in signals.items()},
-        superseded=superseded,
-        superseded_by=list(record.superseded_by),
-        matched=matched,
-        context=context,
-    )
-    return item
+        matched = matched_entities(candidate.record, patterns)
+    if entity is None:
+        entity = len(matched) / len(patterns) if patterns else 0.0
+    return _Weighted(context, config).score(candidate, entity, matched)
+
+
+class _Weighted:
+    """The weighted sum of one request: what is the same for all its candidates, worked out once."""
+
+    __slots__ = ("context", "half_life", "recency", "superseded_factor", "terms", "weights")
+
+    def __init__(self, context: RankingContext, config: PipelineConfig) -> None:
+        weights = config.weights
+        self.context, self.weights, self.half_life = context, weights, config.recency_half_life_days
+        self.recency = weights.recency * (1.0 if _time_matters(context) else WEAK_RECENCY)
+        self.terms = weights.entity + (weights.list_entity if context.several else 0.0)
+        self.superseded_factor = weights.superseded_factor
+
+    def score(self, candidate: Candidate, entity: float, matched: list[str]) -> RankedItem:
+        """The built-in signals and weighted score of ``candidate`` (see :func:`score_candidate`)."""
+        weights, context, record = self.weights, self.context, candidate.record
+        relevance, graph = candidate.relevance, candidate.inherited
+        signals = {
+            "relevance": relevance,
+            "graph": graph,
+            "recency": recency(record.created_at, context.now, self.half_life),
+            "type_match": type_match(record, context.intent),
+            "entity": entity or 0.0,
+            "importance": min(1.0, max(0.0, (record.importance - 1) / 4)),
+            "cross_reference": _cross_reference(candidate, context.total_lists),
+            "noise": noise_of_words(candidate.words()),
+            "time": time_match(record.created_at, context.time_window),
+        }
+        strong, weak = (relevance, graph) if relevance >= graph else (graph, relevance)
+        # the same operations in the same order as ever, so the same doubles
+        score = weights.relevance * strong + weights.graph * weak
+        score += self.recency * signals["recency"] + weights.type_match * signals["type_match"]
+        score += self.terms * signals["entity"] + weights.importance * signals["importance"]
+        score += weights.cross_reference * signals["cross_reference"] - weights.noise * signals["noise"]
+        score += weights.time * signals["time"]
+        superseded = bool(record.superseded_by)
+        if superseded:
+            score *= self.superseded_factor
+        for key, value in signals.items():
+            # most signals are exactly 0 or 1, which rounding leaves as they are (and it is not free)
+            if value != 0.0 and value != 1.0:
+                signals[key] = round(value, 6)
+        return RankedItem(
+            candidate,
+            score,
+            signals,
+            superseded=superseded,
+            superseded_by=list(record.superseded_by),
+            matched=matched,
+            context=context,
+        )
 
 
 def order_key(item: RankedItem) -> tuple[float, float, str]:
