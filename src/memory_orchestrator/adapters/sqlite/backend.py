@@ -87,6 +87,10 @@ BULK_WAL_PAGES = 16384
 #: (medians of 3). A batch holds the write lock throughout: 2,000 keep that to ~1.5 s on a 10k store
 #: and ~2.6 s on a 100k one here, inside the 5 s busy timeout of a concurrent agent's write.
 BULK_BATCH = 2000
+#: What every SQLite store can do (see ``SqliteBackend.capabilities``).
+_CAPABILITIES = Capabilities(
+    vector_search=True, intent_recall=False, bulk_writes=True, bulk_batch=BULK_BATCH, ranked_neighbors=True
+)
 
 
 #: ``writes.entity_stats`` or a batch's ``BatchView.entity_stats``: spelling and uses per known name.
@@ -125,13 +129,7 @@ class SqliteBackend(AsyncLifecycle):
     def capabilities(self) -> Capabilities:
         """Everything but intent-aware recall; vectors are stored for a plugin's dense channel; a batch
         of writes goes in one transaction (``remember_many``), best thousands at a time."""
-        return Capabilities(
-            vector_search=True,
-            intent_recall=False,
-            bulk_writes=True,
-            bulk_batch=BULK_BATCH,
-            ranked_neighbors=True,
-        )
+        return _CAPABILITIES  # frozen: one instance, not one per read (the pipeline asks often)
 
     # -- life cycle -----------------------------------------------------------------------------
 

@@ -55,7 +55,8 @@ def record_from_row(row: Sequence[Any], superseded_by: Sequence[str] = ()) -> Me
         tags,
         entities,
         source,
-        dict(metadata),
+        # no metadata (most rows): the shared empty view the record would make of an empty dict
+        dict(metadata) if metadata else EMPTY_MAPPING,
         tuple(superseded_by),
     )
 
