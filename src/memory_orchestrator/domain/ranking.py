@@ -161,13 +161,13 @@ def score_candidate(
 class _Weighted:
     """The weighted sum of one request: what is the same for all its candidates, worked out once."""
 
-    __slots__ = ("context", "half_life", "recency", "superseded_factor", "terms", "weights")
+    __slots__ = ("context", "entity", "half_life", "recency", "superseded_factor", "weights")
 
     def __init__(self, context: RankingContext, config: PipelineConfig) -> None:
         weights = config.weights
         self.context, self.weights, self.half_life = context, weights, config.recency_half_life_days
         self.recency = weights.recency * (1.0 if _time_matters(context) else WEAK_RECENCY)
-        self.terms = weights.entity + (weights.list_entity if context.several else 0.0)
+        self.entity = weights.entity + (weights.list_entity if context.several else 0.0)
         self.superseded_factor = weights.superseded_factor
 
     def score(self, candidate: Candidate, entity: float, matched: list[str]) -> RankedItem:
@@ -189,7 +189,7 @@ class _Weighted:
         # the same operations in the same order as ever, so the same doubles
         score = weights.relevance * strong + weights.graph * weak
         score += self.recency * signals["recency"] + weights.type_match * signals["type_match"]
-        score += self.terms * signals["entity"] + weights.importance * signals["importance"]
+        score += self.entity * signals["entity"] + weights.importance * signals["importance"]
         score += weights.cross_reference * signals["cross_reference"] - weights.noise * signals["noise"]
         score += weights.time * signals["time"]
         superseded = bool(record.superseded_by)
