@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 from collections.abc import Collection
 from datetime import timedelta
+from functools import lru_cache
 from typing import Any
 
 import aiosqlite
 
 from memory_orchestrator.adapters.sqlite.context import Neighbour, context_from, neighbours, refresh
 from memory_orchestrator.adapters.sqlite.lexical import add_terms, lexical_rows, remove_terms, term_rows
-from memory_orchestrator.adapters.sqlite.rows import ENTITY_LIST, as_json, stamp
+from memory_orchestrator.adapters.sqlite.rows import ENTITY_LIST, as_json, parse_stamp, stamp
 from memory_orchestrator.adapters.sqlite.terms import count_terms
 from memory_orchestrator.ports import ChangeKind, MemoryRecord, parse_timestamp
 from memory_orchestrator.ports.autolinks import DEFAULT_LIMITS, LinkLimits, MemorySketch
@@ -194,10 +195,17 @@ def sketch_of(row: tuple[Any, ...]) -> MemorySketch:
         id=row[0],
         content=row[1],
         source=row[2],
-        created_at=parse_timestamp(row[3]),
+        created_at=parse_stamp(row[3]),
         tokens=frozenset(tokenize(row[1]) if indexed is None else indexed.split()),
-        entities=frozenset(name.casefold() for name in json.loads(row[4])),
+        entities=entity_set(row[4]),
     )
+
+
+@lru_cache(maxsize=4096)
+def entity_set(names: str) -> frozenset[str]:
+    """The casefolded names of an ``entities`` column (JSON); cached, as many memories carry the
+    same few names and a large import reads thousands of candidates' sketches."""
+    return frozenset(name.casefold() for name in json.loads(names))
 
 
 async def known_names(db: aiosqlite.Connection, candidates: set[str]) -> dict[str, str]:
