@@ -391,7 +391,14 @@ class SqliteBackend(AsyncLifecycle):
             await writes.log_change(db, ChangeKind.ADDED, record.id, stamp(now))
         else:
             row = await writes.insert_memory(
-                db, record, digest, memory.dedup, deferred.unindexed, tokens, counted=False
+                db,
+                record,
+                digest,
+                memory.dedup,
+                deferred.unindexed,
+                tokens,
+                counted=False,
+                pending=deferred.view.pending,
             )
             deferred.view.added(record, row, new.tokens, digest)
             deferred.edges.extend(edges)

@@ -6,7 +6,8 @@ never FTS: ``lexical.py``). One write at a time inserts a memory's FTS row with 
 neighbours and re-derives theirs (an FTS update is a delete and an insert); a batch instead sorts its
 memories in time, merges them with the indexed memories around each, and writes every FTS row once
 with its final context, refreshing only the older memories it sits next to. The stored rows are the
-ones a write at a time leaves (``tests/unit/test_sqlite_bulk.py`` compares them).
+ones a write at a time leaves (``tests/unit/test_sqlite_bulk.py`` compares them). The postings and
+entity rows wait too, and go in key order (``pending.py``).
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ async def finish(db: aiosqlite.Connection, batch: Batch) -> None:
     """Do the deferred work: edges in key order (sequential B-tree inserts), the FTS rows, the log,
     the term and entity counts."""
     await batch.view.flush(db)
+    await batch.view.pending.flush(db)
     await graph.insert_edges(db, batch.edges, in_key_order=True)
     await index(db, batch.unindexed)
     await db.executemany("INSERT INTO oplog (kind, memory_id, at, detail) VALUES (?, ?, ?, ?)", batch.changes)
