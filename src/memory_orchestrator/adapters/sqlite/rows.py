@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
 from memory_orchestrator.ports import Edge, EdgeType, Filters, MemoryRecord, ensure_utc, parse_timestamp
+from memory_orchestrator.ports.clock import EARLIEST, LATEST
 from memory_orchestrator.ports.records import EMPTY_MAPPING
 
 #: The columns every memory query selects, in :func:`record_from_row` order.
@@ -29,7 +30,11 @@ def stamp(moment: datetime) -> str:
     Equal datetimes are the same instant (aware) or the same fields (naive), so they share a text."""
     text = _STAMPS.get(moment)
     if text is None:
-        text = ensure_utc(moment).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+        if moment.tzinfo is UTC and EARLIEST <= moment <= LATEST:
+            # ensure_utc's result as is: only the "+00:00" isoformat writes becomes "Z"
+            text = moment.isoformat(timespec="microseconds")[:-6] + "Z"
+        else:
+            text = ensure_utc(moment).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
         if len(_STAMPS) >= STAMP_CACHE:
             _STAMPS.clear()
         _STAMPS[moment] = text
