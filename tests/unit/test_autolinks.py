@@ -152,3 +152,15 @@ def test_edge_metadata_is_a_read_only_copy_unless_already_frozen() -> None:
     shared = frozen({"sub_type": "lexical"})
     first, second = (Edge("a", target, EdgeType.SEMANTIC, 0.5, shared) for target in ("b", "c"))
     assert first.metadata is shared and second.metadata is shared
+
+
+def test_entity_edges_sharing_the_same_names_share_one_metadata_view() -> None:
+    pool = [make(f"r{i}", f"redis note {i}", -i, entities=("redis",)) for i in range(1, 4)]
+    pool.append(make("both", "redis and kafka note", -5, entities=("redis", "kafka")))
+    new = make("n", "redis and kafka", 0, entities=("redis", "kafka"))
+    edges = {e.target: e for e in plan_edges(new, pool, at=T0) if e.type is EdgeType.ENTITY}
+    assert edges["r1"].metadata is edges["r2"].metadata is edges["r3"].metadata
+    assert dict(edges["r1"].metadata) == {"sub_type": "shared_entity", "entities": "redis"}
+    assert dict(edges["both"].metadata) == {"sub_type": "shared_entity", "entities": "kafka,redis"}
+    with pytest.raises(TypeError):
+        edges["r1"].metadata["entities"] = "x"  # type: ignore[index]

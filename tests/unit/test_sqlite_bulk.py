@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import sqlite3
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -382,3 +383,39 @@ async def test_a_stored_memory_sketches_back_with_the_tokens_of_its_text(tmp_pat
     assert {item.id for item in sketches} == ids
     for item in sketches:
         assert item.tokens == frozenset(tokenize(contents[item.id]))
+
+
+@pytest.mark.anyio
+async def test_the_cycle_collector_pauses_for_a_batch_and_comes_back_as_it_was(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory_orchestrator.adapters.sqlite import backend as module
+
+    seen: list[bool] = []
+    finish = module.finish
+
+    async def watched(*args: object) -> None:
+        seen.append(gc.isenabled())
+        await finish(*args)  # type: ignore[arg-type]
+
+    async def failing(*args: object) -> None:
+        raise RuntimeError("the disk is gone")
+
+    assert gc.isenabled()
+    async with SqliteBackend(tmp_path / "m.db", clock=FixedClock(T0)) as backend:
+        monkeypatch.setattr(module, "finish", watched)
+        await backend.remember_many(batch()[:3])
+        assert seen == [False] and gc.isenabled()
+        monkeypatch.setattr(module, "finish", failing)
+        with pytest.raises(RuntimeError):
+            await backend.remember_many(batch()[3:])
+        assert gc.isenabled()  # back on after a failed batch too
+        monkeypatch.setattr(module, "finish", watched)
+        gc.disable()
+        try:
+            await backend.remember_many(batch()[3:])
+            assert not gc.isenabled()  # whoever turned it off turns it back on
+        finally:
+            gc.enable()
+        assert seen == [False, False]
+        assert await backend.count() == 6

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
-from memory_orchestrator.adapters.sqlite import SqliteBackend, create_backend, store_path
-from memory_orchestrator.adapters.sqlite.rows import fts_query, stamp
+from memory_orchestrator.adapters.sqlite import SqliteBackend, create_backend, rows, store_path, writes
+from memory_orchestrator.adapters.sqlite.rows import fts_query, parse_stamp, stamp
 from memory_orchestrator.adapters.sqlite.schema import SCHEMA_VERSION
 from memory_orchestrator.adapters.sqlite.trace_store import SCHEMA, SqliteTraceStore
 from memory_orchestrator.ports import (
@@ -20,7 +20,9 @@ from memory_orchestrator.ports import (
     InvalidRequest,
     NewMemory,
     RecallQuery,
+    TimestampOutOfRange,
     TraceStore,
+    parse_timestamp,
 )
 
 T0 = datetime(2026, 1, 5, 8, 30, tzinfo=UTC)
@@ -41,6 +43,28 @@ def test_stamps_sort_like_time() -> None:
     assert early == "2026-01-05T08:30:00.000000Z"
     assert early < late
     assert stamp(datetime(2026, 1, 5, 10, 30, tzinfo=UTC)) > stamp(T0 + timedelta(hours=1, minutes=59))
+
+
+def test_stamps_of_equal_moments_agree_whatever_was_stamped_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rows, "STAMP_CACHE", 3)
+    paris = timezone(timedelta(hours=1))
+    assert stamp(T0.astimezone(paris)) == "2026-01-05T08:30:00.000000Z"
+    assert stamp(T0) == "2026-01-05T08:30:00.000000Z"  # the same instant, remembered
+    naive = T0.replace(tzinfo=None) + timedelta(hours=1)
+    assert stamp(naive) == "2026-01-05T09:30:00.000000Z"  # naive is UTC, never the aware 08:30
+    assert stamp(naive.replace(tzinfo=paris)) == "2026-01-05T08:30:00.000000Z"
+    for minutes in range(10):  # more moments than the cache holds: it empties and refills
+        assert stamp(T0 + timedelta(minutes=minutes)) == f"2026-01-05T08:{30 + minutes}:00.000000Z"
+    assert len(rows._STAMPS) <= 3
+    with pytest.raises(TimestampOutOfRange):
+        stamp(datetime(1, 1, 1, tzinfo=UTC))
+
+
+def test_stored_stamps_parse_as_the_general_parser_reads_them() -> None:
+    for moment in (T0, T0 + timedelta(microseconds=7), datetime(2, 1, 1, tzinfo=UTC)):
+        parsed = parse_stamp(stamp(moment))
+        assert parsed == parse_timestamp(stamp(moment)) == moment
+        assert parsed.tzinfo is UTC
 
 
 def test_fts_query_quotes_every_term() -> None:
@@ -272,3 +296,12 @@ async def test_the_store_version_changes_with_every_commit_by_anyone_and_only_th
             await other.remember(NewMemory("their write"))
         assert backend.store_version() not in (start, ours)
     assert backend.store_version() is None  # closed: unknown
+
+
+def test_a_sketch_reads_its_entities_casefolded_and_its_time_as_stored() -> None:
+    row = ("mem-1", "Atlas moves", "user", "2026-01-05T08:30:00.000007Z", '["Atlas", "ATLAS", "Kafka"]', None)
+    sketch = writes.sketch_of(row)
+    assert sketch.entities == frozenset({"atlas", "kafka"})
+    assert sketch.created_at == T0 + timedelta(microseconds=7)
+    assert sketch.tokens == frozenset({"atlas", "moves"})
+    assert writes.entity_set('["Atlas", "ATLAS", "Kafka"]') is sketch.entities  # parsed once

@@ -247,12 +247,17 @@ def _entity_edges(
         key=lambda other: (-len(shared_by_target[other.item.id]), *other.near),
     )
     rarity = {name: _rarity(name, entity_counts) for name in new.entities}  # once per name, not per pair
+    # edges sharing the same names share one read-only metadata view (a backend formats it once)
+    shapes: dict[str, Mapping[str, str]] = {}
     edges: list[Edge] = []
     for other in ranked[: limits.entity_max]:
         names = shared_by_target[other.item.id]
         strongest = rarity[names[0]] if len(names) == 1 else max(rarity[name] for name in names)
         weight = round(min(1.0, strongest + 0.1 * (len(names) - 1)), 6)
-        metadata = {"sub_type": "shared_entity", "entities": ",".join(names)}
+        joined = ",".join(names)
+        metadata = shapes.get(joined)
+        if metadata is None:
+            metadata = shapes[joined] = frozen({"sub_type": "shared_entity", "entities": joined})
         edges.append(Edge(new.id, other.item.id, EdgeType.ENTITY, weight, metadata, at))
     return edges
 

@@ -18,7 +18,7 @@ import aiosqlite
 
 from memory_orchestrator.adapters.sqlite import context, graph, retrieval, similar, writes
 from memory_orchestrator.adapters.sqlite import vectors as vector_rows
-from memory_orchestrator.adapters.sqlite.batch import Batch, finish
+from memory_orchestrator.adapters.sqlite.batch import Batch, collector_paused, finish
 from memory_orchestrator.adapters.sqlite.batch_view import BatchView
 from memory_orchestrator.adapters.sqlite.health import health_report
 from memory_orchestrator.adapters.sqlite.records import active_records, select_records
@@ -287,7 +287,7 @@ class SqliteBackend(AsyncLifecycle):
     def _remember_batch(self, memories: list[NewMemory]) -> list[WriteResult]:
         # Batches run one at a time, each on some worker thread: one connection is reused across
         # threads, and dropped after a failure in case the failure was the connection's.
-        with self._bulk_lock:
+        with self._bulk_lock, collector_paused():
             if self._bulk is None:
                 connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
                 connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms):d}")
@@ -389,7 +389,14 @@ class SqliteBackend(AsyncLifecycle):
             await writes.log_change(db, ChangeKind.ADDED, record.id, stamp(now))
         else:
             row = await writes.insert_memory(
-                db, record, digest, memory.dedup, deferred.unindexed, tokens, counted=False
+                db,
+                record,
+                digest,
+                memory.dedup,
+                deferred.unindexed,
+                tokens,
+                counted=False,
+                pending=deferred.view.pending,
             )
             deferred.view.added(record, row, new.tokens, digest)
             deferred.edges.extend(edges)

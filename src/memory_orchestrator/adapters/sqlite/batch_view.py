@@ -33,6 +33,7 @@ import aiosqlite
 
 from memory_orchestrator.adapters.sqlite import writes
 from memory_orchestrator.adapters.sqlite.lexical import LEXICAL_POSTINGS, LEXICAL_TERMS, idf, ranked_rows
+from memory_orchestrator.adapters.sqlite.pending import PendingRows
 from memory_orchestrator.adapters.sqlite.postings import TermPostings, rank
 from memory_orchestrator.adapters.sqlite.rows import stamp
 from memory_orchestrator.adapters.sqlite.terms import choose_terms, term_frequencies
@@ -129,6 +130,8 @@ class BatchView:
         self._postings: dict[str, TermPostings] = {}
         #: Lexical lookups SQLite answered (a near tie at the cut: ``lexical.rank_postings``).
         self.lexical_fallbacks = 0
+        #: The batch's postings and entity rows not yet written (``pending.py``).
+        self.pending = PendingRows()
 
     @property
     def ids(self) -> dict[int, str]:
@@ -209,16 +212,19 @@ class BatchView:
         ranked = rank(len(tokens), [idf(frequencies[term], size) for term in terms], postings)
         if ranked is None:
             self.lexical_fallbacks += 1
+            await self.pending.flush(db)  # SQLite ranks the postings it holds
             return await ranked_rows(db, len(tokens), frequencies, size)
         return ranked
 
     async def _newest_postings(self, db: aiosqlite.Connection, term: str) -> TermPostings:
-        # Read once per batch, at the term's first need (the batch's own rows included, as SQLite has
-        # them by then); the batch's later rows are added by added().
+        # Read once per batch, at the term's first need (the batch's own rows included: those SQLite
+        # has by then and, newer, those still pending); the batch's later rows are added by added().
         postings = self._postings.get(term)
         if postings is None:
-            found = await db.execute_fetchall(_POSTINGS, (term, LEXICAL_POSTINGS))
-            postings = self._postings[term] = TermPostings([(int(row), int(size)) for row, size in found])
+            newest = self.pending.newest(term, LEXICAL_POSTINGS)
+            found = await db.execute_fetchall(_POSTINGS, (term, LEXICAL_POSTINGS - len(newest)))
+            newest += [(int(row), int(size)) for row, size in found]
+            postings = self._postings[term] = TermPostings(newest)
         return postings
 
     # -- candidates ---------------------------------------------------------------------------
@@ -230,6 +236,7 @@ class BatchView:
         await self._read_parts(db, new)
         ids = self._nearby(new)
         if ids is None:
+            await self.pending.flush(db)  # the carriers' part of the lookup reads memory_entities
             ids = await writes.nearby_ids(db, new, self.limits)
         missing = []
         for rowid in await self.lexical_rows(db, new.tokens):

@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
 
 from memory_orchestrator.ports import Edge, EdgeType, Filters, MemoryRecord, ensure_utc, parse_timestamp
+from memory_orchestrator.ports.clock import EARLIEST, LATEST
 from memory_orchestrator.ports.records import EMPTY_MAPPING
 
 #: The columns every memory query selects, in :func:`record_from_row` order.
@@ -24,8 +25,32 @@ def stamp(moment: datetime) -> str:
     """Fixed-width UTC text of ``moment`` (sorts like time): ``2026-02-01T09:00:00.000000Z``.
 
     ``isoformat`` rather than ``strftime``: it is several times faster and always writes four-digit
-    years (``%Y`` writes year 2 as ``2``, which would not sort)."""
-    return ensure_utc(moment).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+    years (``%Y`` writes year 2 as ``2``, which would not sort). Recent moments are remembered: a bulk
+    write stamps each memory's time several times (its row, its entity rows, its neighbour lookups).
+    Equal datetimes are the same instant (aware) or the same fields (naive), so they share a text."""
+    text = _STAMPS.get(moment)
+    if text is None:
+        if moment.tzinfo is UTC and EARLIEST <= moment <= LATEST:
+            # ensure_utc's result as is: only the "+00:00" isoformat writes becomes "Z"
+            text = moment.isoformat(timespec="microseconds")[:-6] + "Z"
+        else:
+            text = ensure_utc(moment).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
+        if len(_STAMPS) >= STAMP_CACHE:
+            _STAMPS.clear()
+        _STAMPS[moment] = text
+    return text
+
+
+#: Moments :func:`stamp` remembers (emptied when full: a batch's moments are used within a write).
+STAMP_CACHE = 4096
+_STAMPS: dict[datetime, str] = {}
+
+
+def parse_stamp(text: str) -> datetime:
+    """The aware UTC moment of a :func:`stamp` text (``parse_timestamp`` of it, without the general
+    parser's normalising: a stored stamp is always this fixed UTC form, which ``fromisoformat``
+    reads as is since Python 3.11)."""
+    return datetime.fromisoformat(text)
 
 
 #: Parsed rows kept per process: the same memories come back query after query, and decoding their

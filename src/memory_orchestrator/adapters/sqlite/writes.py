@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 from collections.abc import Collection
 from datetime import timedelta
+from functools import lru_cache
 from typing import Any
 
 import aiosqlite
 
 from memory_orchestrator.adapters.sqlite.context import Neighbour, context_from, neighbours, refresh
 from memory_orchestrator.adapters.sqlite.lexical import add_terms, lexical_rows, remove_terms, term_rows
-from memory_orchestrator.adapters.sqlite.rows import ENTITY_LIST, as_json, stamp
+from memory_orchestrator.adapters.sqlite.pending import PendingRows
+from memory_orchestrator.adapters.sqlite.rows import ENTITY_LIST, as_json, parse_stamp, stamp
 from memory_orchestrator.adapters.sqlite.terms import count_terms
 from memory_orchestrator.ports import ChangeKind, MemoryRecord, parse_timestamp
 from memory_orchestrator.ports.autolinks import DEFAULT_LIMITS, LinkLimits, MemorySketch
@@ -194,10 +196,17 @@ def sketch_of(row: tuple[Any, ...]) -> MemorySketch:
         id=row[0],
         content=row[1],
         source=row[2],
-        created_at=parse_timestamp(row[3]),
+        created_at=parse_stamp(row[3]),
         tokens=frozenset(tokenize(row[1]) if indexed is None else indexed.split()),
-        entities=frozenset(name.casefold() for name in json.loads(row[4])),
+        entities=entity_set(row[4]),
     )
+
+
+@lru_cache(maxsize=4096)
+def entity_set(names: str) -> frozenset[str]:
+    """The casefolded names of an ``entities`` column (JSON); cached, as many memories carry the
+    same few names and a large import reads thousands of candidates' sketches."""
+    return frozenset(name.casefold() for name in json.loads(names))
 
 
 async def known_names(db: aiosqlite.Connection, candidates: set[str]) -> dict[str, str]:
@@ -224,11 +233,13 @@ async def insert_memory(
     unindexed: list[Neighbour] | None = None,
     tokens: list[str] | None = None,
     counted: bool = True,
+    pending: PendingRows | None = None,
 ) -> int:
     """Insert the memory, its FTS row, its entity rows and entity statistics; returns its rowid. With
     ``unindexed`` (a batch's) the FTS row is not written but appended there, for ``batch.index`` to
     write at the end; without ``counted`` (a batch's) neither are the term and entity counts (the
-    batch keeps them, ``batch_view``). ``tokens``, when the caller has them, are
+    batch keeps them, ``batch_view``); with ``pending`` (a batch's) its postings and entity rows are
+    kept there (``pending.py``). ``tokens``, when the caller has them, are
     ``tokenize(record.content)``."""
     rowid = await db.execute_insert(
         "INSERT INTO memories (id, content, content_hash, dedup_key, category, importance, tags, entities, "
@@ -263,13 +274,17 @@ async def insert_memory(
         await refresh(db, around, also=[row])
     if counted:
         await count_terms(db, tokens, +1)
-    await add_terms(db, term_rows(row, tokens))
     spellings = {name.casefold(): name for name in reversed(record.entities)}
     created = stamp(record.created_at)
-    await db.executemany(
-        "INSERT OR IGNORE INTO memory_entities (memory_id, entity_norm, created_at) VALUES (?, ?, ?)",
-        [(record.id, norm, created) for norm in spellings],
-    )
+    carriers = [(record.id, norm, created) for norm in spellings]
+    if pending is not None:
+        pending.add(term_rows(row, tokens), carriers)
+    else:
+        await add_terms(db, term_rows(row, tokens))
+        await db.executemany(
+            "INSERT OR IGNORE INTO memory_entities (memory_id, entity_norm, created_at) VALUES (?, ?, ?)",
+            carriers,
+        )
     if counted:
         await count_entities(db, [(norm, name, 1) for norm, name in spellings.items()])
     return row
