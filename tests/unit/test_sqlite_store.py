@@ -65,6 +65,9 @@ def test_stored_stamps_parse_as_the_general_parser_reads_them() -> None:
         parsed = parse_stamp(stamp(moment))
         assert parsed == parse_timestamp(stamp(moment)) == moment
         assert parsed.tzinfo is UTC
+    # text in another form (written by hand or an older version) is read by the general parser
+    for text in ("2026-01-05T08:30:00", "2026-01-05T09:30:00+01:00", "2026-01-05T08:30:00Z"):
+        assert parse_stamp(text) == T0 and parse_stamp(text).tzinfo is not None
 
 
 def test_fts_query_quotes_every_term() -> None:

@@ -48,9 +48,11 @@ _STAMPS: dict[datetime, str] = {}
 
 def parse_stamp(text: str) -> datetime:
     """The aware UTC moment of a :func:`stamp` text (``parse_timestamp`` of it, without the general
-    parser's normalising: a stored stamp is always this fixed UTC form, which ``fromisoformat``
-    reads as is since Python 3.11)."""
-    return datetime.fromisoformat(text)
+    parser's normalising: a stamp's fixed UTC form ``fromisoformat`` reads as is since Python 3.11).
+    Any other text (a store written by hand or by an older version) takes the general parser."""
+    if len(text) == 27 and text[-1] == "Z":
+        return datetime.fromisoformat(text)
+    return parse_timestamp(text)
 
 
 #: Parsed rows kept per process: the same memories come back query after query, and decoding their
