@@ -137,27 +137,6 @@ def rank(
     return ranked, warnings
 
 
-def score_candidate(
-    candidate: Candidate,
-    context: RankingContext,
-    config: PipelineConfig,
-    patterns: Sequence[tuple[str, re.Pattern[str]]],
-    *,
-    entity: float | None = None,
-    matched: list[str] | None = None,
-) -> RankedItem:
-    """The built-in signals and weighted score of one candidate (plugin scorers not included).
-
-    ``entity`` overrides the plain entity overlap (``rank`` passes it weighted by specificity);
-    ``matched`` is the question's entities the memory carries when the caller already knows them.
-    """
-    if matched is None:
-        matched = matched_entities(candidate.record, patterns)
-    if entity is None:
-        entity = len(matched) / len(patterns) if patterns else 0.0
-    return _Weighted(context, config).score(candidate, entity, matched)
-
-
 class _Weighted:
     """The weighted sum of one request: what is the same for all its candidates, worked out once."""
 
@@ -171,7 +150,9 @@ class _Weighted:
         self.superseded_factor = weights.superseded_factor
 
     def score(self, candidate: Candidate, entity: float, matched: list[str]) -> RankedItem:
-        """The built-in signals and weighted score of ``candidate`` (see :func:`score_candidate`)."""
+        """The built-in signals and weighted score of ``candidate`` (plugin scorers not included):
+        ``entity`` is its entity signal (``rank`` weighs the question's names it carries, ``matched``,
+        by their specificity)."""
         weights, context, record = self.weights, self.context, candidate.record
         relevance, graph = candidate.relevance, candidate.inherited
         signals = {
@@ -179,7 +160,7 @@ class _Weighted:
             "graph": graph,
             "recency": recency(record.created_at, context.now, self.half_life),
             "type_match": type_match(record, context.intent),
-            "entity": entity or 0.0,
+            "entity": entity,
             "importance": min(1.0, max(0.0, (record.importance - 1) / 4)),
             "cross_reference": _cross_reference(candidate, context.total_lists),
             "noise": noise_of_words(candidate.words()),
