@@ -20,7 +20,8 @@ import aiosqlite
 
 from memory_orchestrator.adapters.sqlite.lexical import add_terms
 
-_ENTITY_ROWS = "INSERT OR IGNORE INTO memory_entities (memory_id, entity_norm, created_at) VALUES (?, ?, ?)"
+#: One entity row of a memory (the statement a write at a time runs too).
+ENTITY_ROWS = "INSERT OR IGNORE INTO memory_entities (memory_id, entity_norm, created_at) VALUES (?, ?, ?)"
 #: memory_entities' key: (entity_norm, memory_id).
 _ENTITY_KEY = itemgetter(1, 0)
 
@@ -61,5 +62,5 @@ class PendingRows:
             await add_terms(db, self._terms)
         if self._entities:
             self._entities.sort(key=_ENTITY_KEY)
-            await db.executemany(_ENTITY_ROWS, self._entities)
+            await db.executemany(ENTITY_ROWS, self._entities)
         self._terms, self._entities, self._by_term = [], [], {}

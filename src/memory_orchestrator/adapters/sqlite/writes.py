@@ -12,7 +12,7 @@ import aiosqlite
 
 from memory_orchestrator.adapters.sqlite.context import Neighbour, context_from, neighbours, refresh
 from memory_orchestrator.adapters.sqlite.lexical import add_terms, lexical_rows, remove_terms, term_rows
-from memory_orchestrator.adapters.sqlite.pending import PendingRows
+from memory_orchestrator.adapters.sqlite.pending import ENTITY_ROWS, PendingRows
 from memory_orchestrator.adapters.sqlite.rows import ENTITY_LIST, as_json, parse_stamp, stamp
 from memory_orchestrator.adapters.sqlite.terms import count_terms
 from memory_orchestrator.ports import ChangeKind, MemoryRecord, parse_timestamp
@@ -281,10 +281,7 @@ async def insert_memory(
         pending.add(term_rows(row, tokens), carriers)
     else:
         await add_terms(db, term_rows(row, tokens))
-        await db.executemany(
-            "INSERT OR IGNORE INTO memory_entities (memory_id, entity_norm, created_at) VALUES (?, ?, ?)",
-            carriers,
-        )
+        await db.executemany(ENTITY_ROWS, carriers)
     if counted:
         await count_entities(db, [(norm, name, 1) for norm, name in spellings.items()])
     return row
