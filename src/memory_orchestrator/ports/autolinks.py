@@ -234,21 +234,26 @@ def _entity_edges(
     entity_counts: Mapping[str, int],
     limits: LinkLimits,
 ) -> list[Edge]:
-    shared_by_target: dict[str, list[str]] = {}
-    targets: dict[str, _Other] = {}
+    entities = new.entities
     carrying = [
-        other for other in pool if other.item.entities and not new.entities.isdisjoint(other.item.entities)
+        other for other in pool if other.item.entities and not entities.isdisjoint(other.item.entities)
     ]
-    for name in sorted(new.entities):
-        carriers = [other for other in carrying if name in other.item.entities]
-        carriers.sort(key=_nearness)
-        for other in carriers[: limits.entity_per_name]:
-            shared_by_target.setdefault(other.item.id, []).append(name)
-            targets[other.item.id] = other
-    ranked = sorted(
-        targets.values(),
-        key=lambda other: (-len(shared_by_target[other.item.id]), *other.near),
-    )
+    # Sorted once, nearest first: each name's carriers are then its first ones in this order (the
+    # keys are unique, ending in the id, so this is the order sorting each name's list would give).
+    carrying.sort(key=_nearness)
+    per_name = limits.entity_per_name
+    shared_by_target: dict[str, list[str]] = {}
+    for name in sorted(entities):
+        taken = 0
+        for other in carrying:
+            if taken >= per_name:
+                break
+            if name in other.item.entities:
+                shared_by_target.setdefault(other.item.id, []).append(name)
+                taken += 1
+    # most shared names first, then nearest (a stable sort of the nearest-first order)
+    ranked = [other for other in carrying if other.item.id in shared_by_target]
+    ranked.sort(key=lambda other: -len(shared_by_target[other.item.id]))
     rarity = {name: _rarity(name, entity_counts) for name in new.entities}  # once per name, not per pair
     # edges sharing the same names share one read-only metadata view (a backend formats it once)
     shapes: dict[str, Mapping[str, str]] = {}
