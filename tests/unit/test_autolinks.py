@@ -8,6 +8,7 @@ import pytest
 
 from memory_orchestrator.ports import Edge, EdgeType, NewMemory
 from memory_orchestrator.ports.autolinks import (
+    LinkLimits,
     MemorySketch,
     entities_for,
     link_candidates,
@@ -185,3 +186,24 @@ def test_causal_edges_carry_read_only_metadata() -> None:
     assert edges
     with pytest.raises(TypeError):
         edges[0].metadata["sub_type"] = "x"  # type: ignore[index]
+
+
+def test_entity_edges_go_to_the_most_shared_names_first_then_the_nearest() -> None:
+    pool = [
+        make("far-both", "atlas and postgres", -100, entities=("atlas", "postgres")),
+        make("near-atlas", "atlas", -1, entities=("atlas",)),
+        make("nearer-postgres", "postgres", -0.5, entities=("postgres",)),
+        make("later-atlas", "atlas later", 3, entities=("atlas",)),
+        make("old-atlas", "atlas old", -50, entities=("atlas",)),
+    ]
+    new = make("n", "atlas on postgres", 0, entities=("atlas", "postgres"))
+
+    def targets(per_name: int) -> list[str]:
+        limits = LinkLimits(entity_per_name=per_name, entity_max=4)
+        edges = plan_edges(new, pool, at=T0, limits=limits)
+        return [edge.target for edge in edges if edge.type is EdgeType.ENTITY]
+
+    # far-both is atlas's 4th nearest carrier: with 3 per name it shares postgres only
+    assert targets(3) == ["nearer-postgres", "near-atlas", "later-atlas", "old-atlas"]
+    assert targets(4) == ["far-both", "nearer-postgres", "near-atlas", "later-atlas"]
+    assert targets(0) == []
