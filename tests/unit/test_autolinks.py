@@ -8,12 +8,13 @@ import pytest
 
 from memory_orchestrator.ports import Edge, EdgeType, NewMemory
 from memory_orchestrator.ports.autolinks import (
+    LinkLimits,
     MemorySketch,
     entities_for,
     link_candidates,
     plan_edges,
 )
-from memory_orchestrator.ports.records import frozen
+from memory_orchestrator.ports.records import automatic_edge, frozen
 from memory_orchestrator.ports.text import tokenize
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -164,3 +165,45 @@ def test_entity_edges_sharing_the_same_names_share_one_metadata_view() -> None:
     assert dict(edges["both"].metadata) == {"sub_type": "shared_entity", "entities": "kafka,redis"}
     with pytest.raises(TypeError):
         edges["r1"].metadata["entities"] = "x"  # type: ignore[index]
+
+
+def test_an_automatic_edge_is_the_edge_the_constructor_makes() -> None:
+    metadata = frozen({"sub_type": "proximity"})
+    made = automatic_edge("a", "b", EdgeType.TEMPORAL, 0.5, metadata, T0)
+    expected = Edge("a", "b", EdgeType.TEMPORAL, 0.5, metadata, T0)
+    assert made == expected
+    assert repr(made) == repr(expected)
+    assert hash(made) == hash(expected)
+    assert made.metadata is metadata  # kept, not copied
+    with pytest.raises(AttributeError):
+        made.weight = 1.0  # type: ignore[misc]
+
+
+def test_causal_edges_carry_read_only_metadata() -> None:
+    cause = make("a", "The vendor missed the deadline for the Atlas migration", 0)
+    effect = make("b", "The Atlas migration was delayed because the vendor missed the deadline", 1)
+    edges = [edge for edge in plan_edges(effect, [cause], at=T0) if edge.type is EdgeType.CAUSAL]
+    assert edges
+    with pytest.raises(TypeError):
+        edges[0].metadata["sub_type"] = "x"  # type: ignore[index]
+
+
+def test_entity_edges_go_to_the_most_shared_names_first_then_the_nearest() -> None:
+    pool = [
+        make("far-both", "atlas and postgres", -100, entities=("atlas", "postgres")),
+        make("near-atlas", "atlas", -1, entities=("atlas",)),
+        make("nearer-postgres", "postgres", -0.5, entities=("postgres",)),
+        make("later-atlas", "atlas later", 3, entities=("atlas",)),
+        make("old-atlas", "atlas old", -50, entities=("atlas",)),
+    ]
+    new = make("n", "atlas on postgres", 0, entities=("atlas", "postgres"))
+
+    def targets(per_name: int) -> list[str]:
+        limits = LinkLimits(entity_per_name=per_name, entity_max=4)
+        edges = plan_edges(new, pool, at=T0, limits=limits)
+        return [edge.target for edge in edges if edge.type is EdgeType.ENTITY]
+
+    # far-both is atlas's 4th nearest carrier: with 3 per name it shares postgres only
+    assert targets(3) == ["nearer-postgres", "near-atlas", "later-atlas", "old-atlas"]
+    assert targets(4) == ["far-both", "nearer-postgres", "near-atlas", "later-atlas"]
+    assert targets(0) == []

@@ -23,6 +23,7 @@ from memory_orchestrator.ports import (
     WriteAction,
     remember_all,
 )
+from memory_orchestrator.ports.autolinks import MemorySketch
 from memory_orchestrator.ports.text import tokenize
 
 T0 = datetime(2026, 2, 1, 9, tzinfo=UTC)
@@ -419,3 +420,14 @@ async def test_the_cycle_collector_pauses_for_a_batch_and_comes_back_as_it_was(
             gc.enable()
         assert seen == [False, False]
         assert await backend.count() == 6
+
+
+def test_the_sketch_cache_keeps_the_candidates_of_a_large_store() -> None:
+    # A write's lexical candidates reach back over the whole store: a cache that kept only the last
+    # 8,192 sketches missed more of them the larger the store grew (writes.SketchCache).
+    cache = writes.SketchCache()
+    for index in range(20000):
+        cache.put(MemorySketch(f"m{index:05d}", "text", "user", T0, frozenset({"text"})))
+    found, missing = cache.split({"m00000", "m10000", "m19999", "gone"})
+    assert sorted(item.id for item in found) == ["m00000", "m10000", "m19999"]
+    assert missing == ["gone"]

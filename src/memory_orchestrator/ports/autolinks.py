@@ -23,6 +23,7 @@ from memory_orchestrator.ports.records import (
     LinkCandidate,
     MemoryRecord,
     NewMemory,
+    automatic_edge,
     frozen,
 )
 from memory_orchestrator.ports.text import (
@@ -207,14 +208,16 @@ def _temporal_edges(
     if later:
         # A back-dated write slots into the chain: it also links forward to its successor.
         backbone.append(min(later, key=_chain_order))
-    edges = [Edge(new.id, other.item.id, EdgeType.TEMPORAL, 1.0, _BACKBONE, at) for other in backbone]
+    edges = [
+        automatic_edge(new.id, other.item.id, EdgeType.TEMPORAL, 1.0, _BACKBONE, at) for other in backbone
+    ]
     linked = {other.item.id for other in backbone}
     window = limits.proximity_hours
     near = [other for other in pool if other.hours <= window and other.item.id not in linked]
     near.sort(key=_nearness)
     for other in near[: limits.proximity_max]:
         weight = round(1.0 / (1.0 + other.hours), 6)
-        edges.append(Edge(new.id, other.item.id, EdgeType.TEMPORAL, weight, _PROXIMITY, at))
+        edges.append(automatic_edge(new.id, other.item.id, EdgeType.TEMPORAL, weight, _PROXIMITY, at))
     return edges
 
 
@@ -231,21 +234,26 @@ def _entity_edges(
     entity_counts: Mapping[str, int],
     limits: LinkLimits,
 ) -> list[Edge]:
-    shared_by_target: dict[str, list[str]] = {}
-    targets: dict[str, _Other] = {}
+    entities = new.entities
     carrying = [
-        other for other in pool if other.item.entities and not new.entities.isdisjoint(other.item.entities)
+        other for other in pool if other.item.entities and not entities.isdisjoint(other.item.entities)
     ]
-    for name in sorted(new.entities):
-        carriers = [other for other in carrying if name in other.item.entities]
-        carriers.sort(key=_nearness)
-        for other in carriers[: limits.entity_per_name]:
-            shared_by_target.setdefault(other.item.id, []).append(name)
-            targets[other.item.id] = other
-    ranked = sorted(
-        targets.values(),
-        key=lambda other: (-len(shared_by_target[other.item.id]), *other.near),
-    )
+    # Sorted once, nearest first: each name's carriers are then its first ones in this order (the
+    # keys are unique, ending in the id, so this is the order sorting each name's list would give).
+    carrying.sort(key=_nearness)
+    per_name = limits.entity_per_name
+    shared_by_target: dict[str, list[str]] = {}
+    for name in sorted(entities):
+        taken = 0
+        for other in carrying:
+            if taken >= per_name:
+                break
+            if name in other.item.entities:
+                shared_by_target.setdefault(other.item.id, []).append(name)
+                taken += 1
+    # most shared names first, then nearest (a stable sort of the nearest-first order)
+    ranked = [other for other in carrying if other.item.id in shared_by_target]
+    ranked.sort(key=lambda other: -len(shared_by_target[other.item.id]))
     rarity = {name: _rarity(name, entity_counts) for name in new.entities}  # once per name, not per pair
     # edges sharing the same names share one read-only metadata view (a backend formats it once)
     shapes: dict[str, Mapping[str, str]] = {}
@@ -258,7 +266,7 @@ def _entity_edges(
         metadata = shapes.get(joined)
         if metadata is None:
             metadata = shapes[joined] = frozen({"sub_type": "shared_entity", "entities": joined})
-        edges.append(Edge(new.id, other.item.id, EdgeType.ENTITY, weight, metadata, at))
+        edges.append(automatic_edge(new.id, other.item.id, EdgeType.ENTITY, weight, metadata, at))
     return edges
 
 
@@ -288,8 +296,8 @@ def _causal_edges(new: MemorySketch, earlier: list[_Other], at: datetime, limits
         cause, effect = (item, new) if new_cued else (new, item)
         subtype = _subtype(effect.content)
         weight = round(min(1.0, 0.5 + similarity / 2), 6)
-        metadata = {"sub_type": subtype, "overlap": f"{similarity:.3f}"}
-        edges.append(Edge(cause.id, effect.id, EdgeType.CAUSAL, weight, metadata, at))
+        metadata = frozen({"sub_type": subtype, "overlap": f"{similarity:.3f}"})
+        edges.append(automatic_edge(cause.id, effect.id, EdgeType.CAUSAL, weight, metadata, at))
     return edges
 
 
@@ -302,7 +310,7 @@ def _semantic_edges(new: MemorySketch, pool: list[_Other], at: datetime, limits:
     # Equal scores go to the memory nearest in time: ids differ between stores, times do not.
     scored.sort(key=lambda pair: (-pair[0], *pair[1].near))
     return [
-        Edge(new.id, other.item.id, EdgeType.SEMANTIC, round(score, 6), _LEXICAL, at)
+        automatic_edge(new.id, other.item.id, EdgeType.SEMANTIC, round(score, 6), _LEXICAL, at)
         for score, other in scored[: limits.semantic_max]
     ]
 

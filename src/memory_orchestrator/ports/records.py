@@ -135,6 +135,30 @@ class Edge:
         object.__setattr__(self, "metadata", _frozen(self.metadata))
 
 
+def automatic_edge(
+    source: str, target: str, type: EdgeType, weight: float, metadata: Mapping[str, str], at: datetime
+) -> Edge:
+    """``Edge(source, target, type, weight, metadata, at)`` with ``metadata`` already read-only (a
+    ``frozen`` mapping), at half the cost: the write path makes ~25 edges per memory, and a frozen
+    dataclass's ``__init__`` sets each field through ``object.__setattr__`` (a name lookup per field)
+    and then re-checks the metadata in ``__post_init__``; here each field goes straight to its slot."""
+    edge = _new_object(Edge)
+    _set_source(edge, source)
+    _set_target(edge, target)
+    _set_type(edge, type)
+    _set_weight(edge, weight)
+    _set_metadata(edge, metadata)
+    _set_created_at(edge, at)
+    return edge
+
+
+_new_object = object.__new__
+# The slots' own setters (member descriptors), which a frozen class's __setattr__ does not guard.
+_set_source, _set_target, _set_type, _set_weight, _set_metadata, _set_created_at = (
+    Edge.__dict__[name].__set__ for name in ("source", "target", "type", "weight", "metadata", "created_at")
+)
+
+
 @dataclass(frozen=True, slots=True)
 class TimeRange:
     """A half-open interval ``[start, end)`` on ``created_at``; either side may be open."""
