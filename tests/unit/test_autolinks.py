@@ -6,13 +6,14 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memory_orchestrator.ports import Edge, EdgeType, NewMemory
+from memory_orchestrator.ports import Edge, EdgeType, MemoryRecord, NewMemory
 from memory_orchestrator.ports.autolinks import (
     LinkLimits,
     MemorySketch,
     entities_for,
     link_candidates,
     plan_edges,
+    sketch,
 )
 from memory_orchestrator.ports.records import automatic_edge, frozen
 from memory_orchestrator.ports.text import tokenize
@@ -207,3 +208,14 @@ def test_entity_edges_go_to_the_most_shared_names_first_then_the_nearest() -> No
     assert targets(3) == ["nearer-postgres", "near-atlas", "later-atlas", "old-atlas"]
     assert targets(4) == ["far-both", "nearer-postgres", "near-atlas", "later-atlas"]
     assert targets(0) == []
+
+
+def test_sketches_share_one_string_per_word() -> None:
+    # Backends keep many sketches (SQLite: tens of thousands); each word is stored once, not per memory.
+    word = "".join(["post", "gres"])  # built at run time, so not interned by the compiler
+    other = "".join(["post", "gres"])
+    assert word is not other
+    first = sketch(MemoryRecord(id="a", content=f"moved to {word}", created_at=T0, updated_at=T0))
+    second = sketch(MemoryRecord(id="b", content="x", created_at=T0, updated_at=T0), tokens=[other])
+    (shared,) = first.tokens & second.tokens
+    assert next(token for token in first.tokens if token == shared) is next(iter(second.tokens))

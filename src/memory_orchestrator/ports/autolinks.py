@@ -9,6 +9,7 @@ are measured from the new memory's ``created_at``: a back-dated write links to i
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -70,13 +71,14 @@ class MemorySketch:
 
 def sketch(record: MemoryRecord, tokens: Iterable[str] | None = None) -> MemorySketch:
     """The sketch of a stored memory (entity names casefolded); ``tokens``, when the caller has
-    them, are ``ports.text.tokenize(record.content)``."""
+    them, are ``ports.text.tokenize(record.content)``. The tokens are interned (one string per distinct
+    word), as backends keep many sketches in memory (the SQLite adapter's ``writes.SketchCache``)."""
     return MemorySketch(
         id=record.id,
         content=record.content,
         source=record.source,
         created_at=record.created_at,
-        tokens=frozenset(tokenize(record.content) if tokens is None else tokens),
+        tokens=frozenset(map(sys.intern, tokenize(record.content) if tokens is None else tokens)),
         entities=frozenset(name.casefold() for name in record.entities),
     )
 
