@@ -178,6 +178,11 @@ def test_an_automatic_edge_is_the_edge_the_constructor_makes() -> None:
     assert made.metadata is metadata  # kept, not copied
     with pytest.raises(AttributeError):
         made.weight = 1.0  # type: ignore[misc]
+    # plain metadata is made read-only, as the constructor makes it
+    plain = automatic_edge("a", "b", EdgeType.TEMPORAL, 0.5, {"sub_type": "proximity"}, T0)
+    assert plain == expected
+    with pytest.raises(TypeError):
+        plain.metadata["sub_type"] = "x"  # type: ignore[index]
 
 
 def test_causal_edges_carry_read_only_metadata() -> None:
