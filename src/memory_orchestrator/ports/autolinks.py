@@ -69,16 +69,21 @@ class MemorySketch:
     entities: frozenset[str] = field(default_factory=frozenset)
 
 
+def sketch_tokens(tokens: Iterable[str]) -> frozenset[str]:
+    """A sketch's token set, each word interned (one string per distinct word, not one per memory and
+    word): backends keep many sketches in memory (the SQLite adapter's ``writes.SketchCache``)."""
+    return frozenset(map(sys.intern, tokens))
+
+
 def sketch(record: MemoryRecord, tokens: Iterable[str] | None = None) -> MemorySketch:
     """The sketch of a stored memory (entity names casefolded); ``tokens``, when the caller has
-    them, are ``ports.text.tokenize(record.content)``. The tokens are interned (one string per distinct
-    word), as backends keep many sketches in memory (the SQLite adapter's ``writes.SketchCache``)."""
+    them, are ``ports.text.tokenize(record.content)``."""
     return MemorySketch(
         id=record.id,
         content=record.content,
         source=record.source,
         created_at=record.created_at,
-        tokens=frozenset(map(sys.intern, tokenize(record.content) if tokens is None else tokens)),
+        tokens=sketch_tokens(tokenize(record.content) if tokens is None else tokens),
         entities=frozenset(name.casefold() for name in record.entities),
     )
 

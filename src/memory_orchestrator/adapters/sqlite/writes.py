@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Collection
 from datetime import timedelta
 from functools import lru_cache
@@ -17,7 +16,7 @@ from memory_orchestrator.adapters.sqlite.pending import ENTITY_ROWS, PendingRows
 from memory_orchestrator.adapters.sqlite.rows import ENTITY_LIST, as_json, parse_stamp, stamp
 from memory_orchestrator.adapters.sqlite.terms import count_terms
 from memory_orchestrator.ports import ChangeKind, MemoryRecord, parse_timestamp
-from memory_orchestrator.ports.autolinks import DEFAULT_LIMITS, LinkLimits, MemorySketch
+from memory_orchestrator.ports.autolinks import DEFAULT_LIMITS, LinkLimits, MemorySketch, sketch_tokens
 from memory_orchestrator.ports.text import tokenize
 
 
@@ -198,15 +197,15 @@ def sketch_of(row: tuple[Any, ...]) -> MemorySketch:
     """The sketch of a stored memory from its :data:`SKETCH_COLUMNS`. Its tokens are split from its
     FTS row (``tokenize(content)`` joined by spaces, the same set), which costs a tenth of tokenizing
     the content again; a memory of an unfinished batch has no FTS row yet (``batch.py``) and is
-    tokenized. The tokens are interned: a large store's cache holds tens of thousands of sketches,
-    and one string per distinct word instead of one per memory and word is ~a quarter of their memory."""
+    tokenized. The tokens are interned (``sketch_tokens``): a large store's cache holds tens of
+    thousands of sketches, and one string per distinct word is ~a quarter of their memory."""
     indexed = row[5]
     return MemorySketch(
         id=row[0],
         content=row[1],
         source=row[2],
         created_at=parse_stamp(row[3]),
-        tokens=frozenset(map(sys.intern, tokenize(row[1]) if indexed is None else indexed.split())),
+        tokens=sketch_tokens(tokenize(row[1]) if indexed is None else indexed.split()),
         entities=entity_set(row[4]),
     )
 
