@@ -5,7 +5,7 @@ Tools are thin: validate the input model, check the caller may use the store, ca
 with a one-line message; backend internals never leak. Nothing is written to stdout except the
 protocol (stdio); one JSON log line per call goes to stderr.
 
-Every ``mcp`` import of the project lives in this module.
+Every ``mcp`` import of the project lives in this module, except those of ``direct_calls``.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import json
 import logging
 import socket
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, cast
@@ -28,6 +29,7 @@ from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ConfigDict
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.types import ASGIApp
 
 from memory_orchestrator.entrypoints.mcp import published
 from memory_orchestrator.entrypoints.mcp.auth import (
@@ -38,6 +40,7 @@ from memory_orchestrator.entrypoints.mcp.auth import (
     caller_from_scope,
     check_bind,
 )
+from memory_orchestrator.entrypoints.mcp.direct_calls import DirectCalls
 from memory_orchestrator.entrypoints.mcp.http_limits import (
     HttpLimits,
     RequestLimitsMiddleware,
@@ -267,13 +270,17 @@ def build_server(
     ``listing`` names the stores that exist (``memory_stores``).
     """
     the_clock = clock or SystemClock()
+    live: list[ServerState] = []  # the state while the lifespan runs (for ``DirectCalls``)
 
     @asynccontextmanager
     async def lifespan(_server: MCPServer[Any]) -> AsyncIterator[ServerState]:
         pool = StorePool(opener, exists=exists, max_open=max_open_stores)
+        state = ServerState(pool, options, the_clock, listing=listing)
+        live.append(state)
         try:
-            yield ServerState(pool, options, the_clock, listing=listing)
+            yield state
         finally:
+            live.remove(state)
             await pool.aclose()
 
     specs = tool_specs(include_session_tools=options.session_tools)
@@ -290,17 +297,31 @@ def build_server(
         return JSONResponse({"status": "ok", "server": SERVER_NAME})
 
     server.custom_route("/health", methods=["GET"])(liveness)
-
+    _LIVE_STATES[server] = lambda: live[-1] if live else None
     return server
 
 
+#: How ``http_app`` finds the lifespan state of a server ``build_server`` made.
+_LIVE_STATES: weakref.WeakKeyDictionary[MCPServer[Any], Callable[[], ServerState | None]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
 def http_app(
-    server: MCPServer[Any], registry: TokenRegistry, *, host: str, limits: HttpLimits | None = None
+    server: MCPServer[Any],
+    registry: TokenRegistry,
+    *,
+    host: str,
+    limits: HttpLimits | None = None,
+    direct: bool = True,
 ) -> RequestLimitsMiddleware:
     """The streamable HTTP app (stateless, JSON responses) behind fail-closed bearer auth, inside the
-    request limits (body size and nesting, no event-stream GET)."""
+    request limits (body size and nesting, no event-stream GET). With ``direct`` (and a server from
+    ``build_server``), single requests are answered in their own task (``DirectCalls``)."""
     check_bind(host, registry)
-    app = server.streamable_http_app(stateless_http=True, json_response=True, host=host)
+    app: ASGIApp = server.streamable_http_app(stateless_http=True, json_response=True, host=host)
+    if direct and (state := _LIVE_STATES.get(server)) is not None:
+        app = DirectCalls(app, server.session_manager, state)
     guarded = BearerAuthMiddleware(app, registry, open_paths={"/health"})
     return RequestLimitsMiddleware(guarded, limits or HttpLimits())
 
