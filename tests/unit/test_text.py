@@ -134,6 +134,25 @@ def test_matched_names_prefers_longest_and_keeps_order() -> None:
     ]
 
 
+_WORDS = st.sampled_from(["alice", "smith", "kafka", "it", "the", "a", "bank", "of", "america", "x"])
+
+
+@given(
+    st.lists(_WORDS, max_size=30),
+    st.sets(st.lists(_WORDS, min_size=1, max_size=5).map(" ".join), max_size=6),
+)
+def test_matched_names_finds_what_every_run_of_words_would(words: list[str], names: set[str]) -> None:
+    # the reference: every run of up to four words at every position, longest first, none skipped
+    known = {name: name.title() for name in names}
+    expected: dict[str, str] = {}
+    for start in range(len(words)):
+        for size in range(min(4, len(words) - start), 0, -1):
+            key = " ".join(words[start : start + size])
+            if key in known and not (size == 1 and (key in STOP_WORDS or len(key) < 2)):
+                expected.setdefault(key, known[key])
+    assert matched_names(" ".join(words), known) == list(expected.values())
+
+
 def test_a_sentence_opening_verb_does_not_make_a_name() -> None:
     assert extract_entities("Raise the Postgres pool when traffic doubles") == ()
     assert extract_entities("Bank of America approved it") == ("Bank of America",)

@@ -242,9 +242,8 @@ def _entity_edges(
     limits: LinkLimits,
 ) -> list[Edge]:
     entities = new.entities
-    carrying = [
-        other for other in pool if other.item.entities and not entities.isdisjoint(other.item.entities)
-    ]
+    disjoint = entities.isdisjoint
+    carrying = [other for other in pool if not disjoint(other.item.entities)]
     # Sorted once, nearest first: each name's carriers are then its first ones in this order (the
     # keys are unique, ending in the id, so this is the order sorting each name's list would give).
     carrying.sort(key=_nearness)

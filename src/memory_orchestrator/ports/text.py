@@ -292,10 +292,19 @@ def matched_names(text: str, known: Mapping[str, str], max_words: int = 4) -> li
 
     In order of first appearance, longest match first at each position; single stop words never match.
     """
+    if not known:
+        return []
     words = _name_words(text)
+    # A name of n words has n - 1 spaces and starts with its first word: only the runs starting with
+    # one of those words, and no longer than the longest name, can be one (a write's ``known`` holds
+    # the few names its own text mentions, so most positions are skipped without joining any run).
+    firsts = {name.partition(" ")[0] for name in known}
+    longest = max(name.count(" ") for name in known) + 1
     found: dict[str, str] = {}
-    for start in range(len(words)):
-        for size in range(min(max_words, len(words) - start), 0, -1):
+    for start, word in enumerate(words):
+        if word not in firsts:
+            continue
+        for size in range(min(max_words, longest, len(words) - start), 0, -1):
             key = " ".join(words[start : start + size])
             if key in known and not (size == 1 and (key in STOP_WORDS or len(key) < 2)):
                 found.setdefault(key, known[key])
