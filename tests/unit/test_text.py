@@ -5,6 +5,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
+from memory_orchestrator.ports import text as text_rules
 from memory_orchestrator.ports.text import (
     STOP_WORDS,
     causal_subtype,
@@ -171,3 +172,29 @@ def test_tokens_are_never_empty_or_stop_words(text: str) -> None:
 )
 def test_content_hash_ignores_whitespace_runs_and_case(words: list[str], gap: str) -> None:
     assert content_hash(gap.join(words)) == content_hash(" ".join(word.casefold() for word in words))
+
+
+# Pieces that make URLs, paths, file names, mentions and quotations, and near misses of them.
+_PIECES = st.sampled_from(
+    ["/", "//", "://", "http", "https", "~", ".", "..", "@", "a", "Ab", "_", "-", ":", " ", "\n", '"', "“",
+     "”", "etc", "x1", "py", "js", "json", "tsx", "yaml", "yml", "sh", "db", "md", "conf", "é", "'"]
+)  # fmt: skip
+
+
+@given(st.lists(_PIECES, max_size=30).map("".join) | st.text(max_size=80))
+def test_a_pattern_skipped_for_lack_of_its_needles_could_not_have_matched(text: str) -> None:
+    # extract_entities runs these patterns only on texts holding one of their needles
+    for pattern in text_rules._NEEDLES:
+        if pattern.search(text) is not None:
+            assert text_rules._may_match(pattern, text), (pattern.pattern, text)
+
+
+def test_every_file_extension_the_path_pattern_knows_has_a_needle() -> None:
+    # the extensions of _PATH's last alternative, as its source spells them out
+    source = text_rules._PATH.pattern
+    spelled = source[source.rindex("(?:") + 3 : source.rindex(")")].split("|")
+    assert "ya?ml" in spelled and "py" in spelled and "db" in spelled
+    for extension in [e for e in spelled if e != "ya?ml"] + ["yaml", "yml"]:
+        name = f"notes.{extension}"
+        assert text_rules._PATH.search(name) is not None, extension
+        assert text_rules._may_match(text_rules._PATH, name), extension
