@@ -220,7 +220,8 @@ def extract_entities(text: str, known: Sequence[str] = ()) -> tuple[str, ...]:
             if _free(claimed, match.start(), match.end()) and name:
                 claimed.append((match.start(), match.end()))
                 found.append((match.start(), name))
-    for match in _QUOTED.finditer(text) if _may_match(_QUOTED, text) else ():
+    quotations = _QUOTED.finditer(text) if _may_match(_QUOTED, text) else ()
+    for match in quotations:
         title = (match.group(1) or match.group(2) or "").strip()
         if title and len(title.split()) <= 8 and _free(claimed, match.start(), match.end()):
             claimed.append((match.start(), match.end()))
