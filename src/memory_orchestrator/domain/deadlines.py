@@ -16,14 +16,25 @@ T = TypeVar("T")
 
 
 async def within(call: Awaitable[T], seconds: float) -> T:
-    """The result of ``call``; ``TimeoutError`` once ``seconds`` have passed, without waiting longer."""
+    """The result of ``call``; ``TimeoutError`` once ``seconds`` have passed, without waiting longer.
+
+    If the caller is cancelled first (an outer deadline), the call is cancelled and left the same way.
+    """
     task = asyncio.ensure_future(call)
-    done, _ = await asyncio.wait({task}, timeout=max(0.0, seconds))
+    try:
+        done, _ = await asyncio.wait({task}, timeout=max(0.0, seconds))
+    except BaseException:
+        _abandon(task)
+        raise
     if task in done:
         return task.result()
+    _abandon(task)
+    raise TimeoutError(f"no answer within {seconds:.3f} s")
+
+
+def _abandon(task: asyncio.Future[T]) -> None:
     task.cancel()
     task.add_done_callback(_discard)
-    raise TimeoutError(f"no answer within {seconds:.3f} s")
 
 
 def _discard(task: asyncio.Future[T]) -> None:
