@@ -184,9 +184,9 @@ _PIECES = st.sampled_from(
 @given(st.lists(_PIECES, max_size=30).map("".join) | st.text(max_size=80))
 def test_a_pattern_skipped_for_lack_of_its_needles_could_not_have_matched(text: str) -> None:
     # extract_entities runs these patterns only on texts holding one of their needles
-    for pattern in text_rules._NEEDLES:
+    for pattern, needles in (*text_rules._SCANS, (text_rules._QUOTED, text_rules._QUOTE_MARKS)):
         if pattern.search(text) is not None:
-            assert text_rules._may_match(pattern, text), (pattern.pattern, text)
+            assert text_rules._holds_any(text, needles), (pattern.pattern, text)
 
 
 def test_every_file_extension_the_path_pattern_knows_has_a_needle() -> None:
@@ -197,4 +197,4 @@ def test_every_file_extension_the_path_pattern_knows_has_a_needle() -> None:
     for extension in [e for e in spelled if e != "ya?ml"] + ["yaml", "yml"]:
         name = f"notes.{extension}"
         assert text_rules._PATH.search(name) is not None, extension
-        assert text_rules._may_match(text_rules._PATH, name), extension
+        assert text_rules._holds_any(name, dict(text_rules._SCANS)[text_rules._PATH]), extension

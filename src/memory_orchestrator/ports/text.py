@@ -183,24 +183,23 @@ _CAMEL = re.compile(r"\b(?:[A-Z][a-z0-9]+(?:[A-Z][A-Za-z0-9]*)+|[a-z]+[A-Z][A-Za
 _ALL_CAPS = re.compile(r"\b[A-Z][A-Z0-9]{1,5}\b")
 _MULTI_WORD = re.compile(r"\b[A-Z][a-z]+(?:[ \t]+(?:of|de|van|von|da|del)?[ \t]*[A-Z][a-z]+)+\b")
 _TRAILING_PUNCTUATION = ".,;:!?"
-#: For each of these patterns, strings one of which every match contains: a text holding none of
-#: them cannot match it and skips running it (most texts have no URL, path, file name, mention or
+#: Each pattern with strings one of which every match of it contains: a text holding none of them
+#: cannot match it and skips running it (most texts have no URL, path, file name, mention or
 #: quotation). A file name ends in one of _PATH's extensions (".js" covers .json and .jsx, ".ts" .tsx).
 _FILE_ENDINGS = (
     ".py", ".js", ".ts", ".go", ".rs", ".java", ".rb", ".md", ".yaml", ".yml",
     ".toml", ".ini", ".cfg", ".sql", ".sh", ".txt", ".csv", ".html", ".css", ".db",
 )  # fmt: skip
-_NEEDLES: dict[re.Pattern[str], tuple[str, ...]] = {
-    _URL: ("://",),
-    _PATH: ("/", *_FILE_ENDINGS),
-    _MENTION: ("@",),
-    _QUOTED: ('"', "“"),
-}
+_SCANS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
+    (_URL, ("://",)),
+    (_PATH, ("/", *_FILE_ENDINGS)),
+    (_MENTION, ("@",)),
+)
+_QUOTE_MARKS = ('"', "“")
 
 
-def _may_match(pattern: re.Pattern[str], text: str) -> bool:
-    """False when ``pattern`` (one of :data:`_NEEDLES`) cannot match ``text``."""
-    return any(needle in text for needle in _NEEDLES[pattern])
+def _holds_any(text: str, needles: tuple[str, ...]) -> bool:
+    return any(needle in text for needle in needles)
 
 
 def extract_entities(text: str, known: Sequence[str] = ()) -> tuple[str, ...]:
@@ -212,15 +211,15 @@ def extract_entities(text: str, known: Sequence[str] = ()) -> tuple[str, ...]:
     """
     found: list[tuple[int, str]] = []
     claimed: list[tuple[int, int]] = []
-    for pattern in (_URL, _PATH, _MENTION):
-        if not _may_match(pattern, text):
+    for pattern, needles in _SCANS:
+        if not _holds_any(text, needles):
             continue
         for match in pattern.finditer(text):
             name = match.group().rstrip(_TRAILING_PUNCTUATION)
             if _free(claimed, match.start(), match.end()) and name:
                 claimed.append((match.start(), match.end()))
                 found.append((match.start(), name))
-    quotations = _QUOTED.finditer(text) if _may_match(_QUOTED, text) else ()
+    quotations = _QUOTED.finditer(text) if _holds_any(text, _QUOTE_MARKS) else ()
     for match in quotations:
         title = (match.group(1) or match.group(2) or "").strip()
         if title and len(title.split()) <= 8 and _free(claimed, match.start(), match.end()):
