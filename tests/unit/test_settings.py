@@ -153,6 +153,7 @@ def test_data_dir_drives_default_file_locations(monkeypatch: pytest.MonkeyPatch,
     assert settings.backend_options("sqlite") == {
         "path": str(tmp_path / "data" / "memories.db"),
         "store": "default",
+        "bulk_helper": True,
     }
     assert settings.trace_path() == tmp_path / "data" / "traces.db"
 

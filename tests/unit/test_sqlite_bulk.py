@@ -3,24 +3,27 @@
 from __future__ import annotations
 
 import gc
+import logging
 import sqlite3
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 import aiosqlite
 import pytest
 
-from memory_orchestrator.adapters.sqlite import writes
+from memory_orchestrator.adapters.sqlite import planner, writes
 from memory_orchestrator.adapters.sqlite.backend import SqliteBackend
+from memory_orchestrator.adapters.sqlite.planner import Helper
 from memory_orchestrator.adapters.sqlite.sync_db import SyncConnection
 from memory_orchestrator.ports import (
     FixedClock,
     InvalidRequest,
     NewMemory,
     WriteAction,
+    WriteResult,
     remember_all,
 )
 from memory_orchestrator.ports.autolinks import MemorySketch
@@ -431,3 +434,133 @@ def test_the_sketch_cache_keeps_the_candidates_of_a_large_store() -> None:
     found, missing = cache.split({"m00000", "m10000", "m19999", "gone"})
     assert sorted(item.id for item in found) == ["m00000", "m10000", "m19999"]
     assert missing == ["gone"]
+
+
+# -- the link planning helper (adapters/sqlite/planner.py) --------------------------------------
+
+
+@pytest.fixture
+def helper_planning(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every batch plans in the helper process, whatever its size and the machine's cores."""
+    monkeypatch.setattr(planner, "HELPER_MIN_BATCH", 1)
+    monkeypatch.setattr(planner, "usable_cores", lambda: 2)
+
+
+async def bulk_in_batches(
+    path: Path, memories: list[NewMemory], cuts: list[int], *, bulk_helper: bool = True
+) -> tuple[list[WriteResult], Helper]:
+    """``memories`` stored in the batches between ``cuts`` (the fifth memory of each forgotten)."""
+    async with SqliteBackend(path, clock=FixedClock(T0), bulk_helper=bulk_helper) as backend:
+        results: list[WriteResult] = []
+        for start, end in pairwise(cuts):
+            results += await backend.remember_many(memories[start:end])
+            await backend.forget(results[start + 5].id)
+        return results, backend._helper
+
+
+def stored(path: Path, results: list[WriteResult]) -> tuple[object, ...]:
+    """What a store holds and what its writes answered, ids replaced by positions."""
+    ids = [r.id for r in results]
+    position = {memory_id: index for index, memory_id in enumerate(ids)}
+    answered = [
+        (r.action, dict(r.edges_created), [(position[c.id], c.similarity, c.reason) for c in r.candidates])
+        for r in results
+    ]
+    return answered, snapshot(path, ids), indexes(path, ids)
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("helper_planning")
+async def test_batches_planned_by_the_helper_store_what_one_write_at_a_time_stores(tmp_path: Path) -> None:
+    memories = corpus()
+    cuts = [0, 90, 180, len(memories)]
+    singles = []
+    async with SqliteBackend(tmp_path / "one.db", clock=FixedClock(T0)) as backend:
+        for start, end in pairwise(cuts):
+            singles += [await backend.remember(memory) for memory in memories[start:end]]
+            await backend.forget(singles[start + 5].id)
+    bulk, helper = await bulk_in_batches(tmp_path / "many.db", memories, cuts)
+    # the helper planned every chunk of every batch (64 writes a chunk, and a batch's last)
+    assert helper.broken is None and helper.answered == 6
+    assert stored(tmp_path / "many.db", bulk) == stored(tmp_path / "one.db", singles)
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("helper_planning")
+async def test_a_helper_killed_mid_import_costs_no_edge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    memories = corpus()
+    cuts = [0, 90, 180, len(memories)]
+    reference, _ = await bulk_in_batches(tmp_path / "reference.db", memories, cuts, bulk_helper=False)
+    added = 0
+    queue_write = planner._HelperPlanner.add
+
+    def add_then_kill(self: planner._HelperPlanner, *args: Any) -> None:
+        nonlocal added
+        added += 1
+        if added == 160:  # in the second batch, its first chunk just sent
+            process = self._helper.process
+            assert process is not None
+            process.kill()
+            process.wait()
+        queue_write(self, *args)
+
+    monkeypatch.setattr(planner._HelperPlanner, "add", add_then_kill)
+    with caplog.at_level(logging.WARNING, logger=planner.__name__):
+        results, helper = await bulk_in_batches(tmp_path / "killed.db", memories, cuts)
+    assert helper.broken is not None and helper.answered >= 2  # the first batch's two chunks at least
+    assert "batches plan their links in process" in caplog.text
+    assert stored(tmp_path / "killed.db", results) == stored(tmp_path / "reference.db", reference)
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("helper_planning")
+@pytest.mark.parametrize("executable", ["missing", "silent"])
+async def test_a_helper_that_cannot_start_or_never_answers_costs_no_edge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, executable: str
+) -> None:
+    memories = corpus()[:120]
+    cuts = [0, 60, len(memories)]
+    reference, _ = await bulk_in_batches(tmp_path / "reference.db", memories, cuts, bulk_helper=False)
+    program = tmp_path / executable
+    if executable == "silent":  # starts, reads nothing, says nothing
+        program.write_text("#!/bin/sh\nexec sleep 60\n")
+        program.chmod(0o755)
+    monkeypatch.setattr(planner.sys, "executable", str(program))
+    monkeypatch.setattr(planner, "ANSWER_WAIT_S", 0.5)
+    with caplog.at_level(logging.WARNING, logger=planner.__name__):
+        results, helper = await bulk_in_batches(tmp_path / "alone.db", memories, cuts)
+    assert helper.answered == 0 and helper.broken is not None
+    assert ("could not start" if executable == "missing" else "did not answer within 0.5 s") in helper.broken
+    assert caplog.text.count("batches plan their links in process") == 1  # given up once, not per batch
+    assert stored(tmp_path / "alone.db", results) == stored(tmp_path / "reference.db", reference)
+
+
+@pytest.mark.anyio
+async def test_small_batches_and_a_disabled_helper_plan_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(planner, "usable_cores", lambda: 2)
+    memories = corpus()[:40]
+    _, helper = await bulk_in_batches(tmp_path / "small.db", memories, [0, len(memories)])
+    assert helper.answered == 0 and helper.broken is None  # below HELPER_MIN_BATCH: never started
+    monkeypatch.setattr(planner, "HELPER_MIN_BATCH", 1)
+    _, helper = await bulk_in_batches(tmp_path / "off.db", memories, [0, len(memories)], bulk_helper=False)
+    assert helper.answered == 0 and helper.broken is None
+    monkeypatch.setattr(planner, "usable_cores", lambda: 1)
+    _, helper = await bulk_in_batches(tmp_path / "one-core.db", memories, [0, len(memories)])
+    assert helper.answered == 0 and helper.broken is None
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("helper_planning")
+async def test_a_reopened_backend_starts_a_helper_of_its_own(tmp_path: Path) -> None:
+    memories = corpus()[:120]
+    backend = SqliteBackend(tmp_path / "store.db", clock=FixedClock(T0))
+    for start, end in ((0, 60), (60, 120)):
+        async with backend:  # closing stops the helper; its end is no answer for the next one
+            await backend.remember_many(memories[start:end])
+            assert backend._helper.process is not None
+        assert backend._helper.process is None
+    assert backend._helper.broken is None and backend._helper.answered == 2

@@ -82,7 +82,8 @@ def __getattr__(name: str) -> Any:
 
 
 def create_backend(options: Mapping[str, Any]) -> SqliteBackend:
-    """An unopened SQLite backend; options: ``path``, ``store``, ``clock``, ``busy_timeout_ms``."""
+    """An unopened SQLite backend; options: ``path``, ``store``, ``clock``, ``busy_timeout_ms``,
+    ``bulk_helper`` (``adapters/sqlite/planner.py``; on by default)."""
     from memory_orchestrator.adapters.sqlite.backend import SqliteBackend
 
     store = str(options.get("store") or DEFAULT_STORE)
@@ -92,4 +93,5 @@ def create_backend(options: Mapping[str, Any]) -> SqliteBackend:
         store=store,
         clock=clock if clock is not None and hasattr(clock, "now") else None,
         busy_timeout_ms=int(options.get("busy_timeout_ms", 5000)),
+        bulk_helper=bool(options.get("bulk_helper", True)),
     )

@@ -21,6 +21,7 @@ from memory_orchestrator.adapters.sqlite import vectors as vector_rows
 from memory_orchestrator.adapters.sqlite.batch import Batch, collector_paused, finish
 from memory_orchestrator.adapters.sqlite.batch_view import BatchView
 from memory_orchestrator.adapters.sqlite.health import health_report
+from memory_orchestrator.adapters.sqlite.planner import Helper
 from memory_orchestrator.adapters.sqlite.records import active_records, select_records
 from memory_orchestrator.adapters.sqlite.rows import MEMORY_COLUMNS, stamp
 from memory_orchestrator.adapters.sqlite.schema import SCHEMA_VERSION, migrate, schema_version
@@ -52,7 +53,7 @@ from memory_orchestrator.ports import (
     ensure_utc,
     parse_timestamp,
 )
-from memory_orchestrator.ports.autolinks import entities_for, plan_links, sketch
+from memory_orchestrator.ports.autolinks import MemorySketch, entities_for, plan_links, sketch
 from memory_orchestrator.ports.commit_counter import CommitCounter
 from memory_orchestrator.ports.recall import fuse_recall
 from memory_orchestrator.ports.text import (
@@ -97,14 +98,44 @@ _CAPABILITIES = Capabilities(
 EntityStats = Callable[[aiosqlite.Connection, set[str]], Awaitable[dict[str, tuple[str, int]]]]
 
 
+def _planned_results(written: list[WriteResult | MemoryRecord], batch: Batch) -> list[WriteResult]:
+    """A batch's results, in order: the skipped ones as they are, each stored memory (its record)
+    with what the batch's planner gave it; its edge rows go into ``batch`` in the same order."""
+    plans = iter(batch.planner.results())
+    results = []
+    for entry in written:
+        if isinstance(entry, WriteResult):
+            results.append(entry)
+            continue
+        planned = next(plans)
+        batch.edge_rows.extend(planned.rows)
+        results.append(
+            WriteResult(
+                entry.id,
+                WriteAction.ADDED,
+                candidates=planned.candidates,
+                edges_created=planned.created,
+                record=entry,
+            )
+        )
+    return results
+
+
 class SqliteBackend(AsyncLifecycle):
     """A ``MemoryBackend`` in one SQLite file, safe for several processes writing at once."""
 
     name = "sqlite"
 
     def __init__(
-        self, path: Path, *, store: str = "default", clock: Clock | None = None, busy_timeout_ms: int = 5000
+        self,
+        path: Path,
+        *,
+        store: str = "default",
+        clock: Clock | None = None,
+        busy_timeout_ms: int = 5000,
+        bulk_helper: bool = True,
     ) -> None:
+        """``bulk_helper``: plan large batches' links in a helper process (``planner.py``)."""
         self.path = Path(path)
         self.store = store
         self.clock: Clock = clock or SystemClock()
@@ -124,6 +155,8 @@ class SqliteBackend(AsyncLifecycle):
         self.read_only = False
         #: Watches the file's commit counter while open (for the read cache).
         self._version: CommitCounter | None = None
+        #: Plans large batches' links on a second core (``planner.py``), started at the first one.
+        self._helper = Helper(enabled=bulk_helper)
 
     @property
     def capabilities(self) -> Capabilities:
@@ -198,6 +231,7 @@ class SqliteBackend(AsyncLifecycle):
             self._version = None
         if self._bulk is not None:
             await asyncio.to_thread(self._close_bulk)
+        await asyncio.to_thread(self._helper.close)
         self._rowids = writes.RowIds()  # reopened, the path may name another file
         if db is not None:
             await db.close()
@@ -314,20 +348,21 @@ class SqliteBackend(AsyncLifecycle):
         conn = cast(aiosqlite.Connection, db)
         try:
             await self._begin(conn)
-            results = []
             # What no write of the batch reads waits for its end (adapters/sqlite/batch.py).
-            deferred = Batch(view=BatchView(known=self._rowids))
+            deferred = Batch(view=BatchView(known=self._rowids), planner=self._helper.planner(len(memories)))
             digests = [content_hash(memory.content) for memory in memories]
             deduplicated = {digest for digest, memory in zip(digests, memories, strict=True) if memory.dedup}
             texts = [tokenize(memory.content) for memory in memories]
             terms = {term for tokens in texts for term in tokens}
             await deferred.view.start(conn, len(memories), deduplicated, terms)
+            written: list[WriteResult | MemoryRecord] = []
             for memory, digest, tokens in zip(memories, digests, texts, strict=True):
                 existing = deferred.view.duplicate(digest) if memory.dedup else None
                 if existing is not None:
-                    results.append(await self._skipped(conn, existing))
+                    written.append(await self._skipped(conn, existing))
                 else:
-                    results.append(await self._insert(conn, memory, digest, deferred, tokens))
+                    written.append(await self._insert_deferred(conn, memory, digest, deferred, tokens))
+            results = _planned_results(written, deferred)
             await finish(conn, deferred)
             await conn.execute("COMMIT")
             self._rowids.update(deferred.view.ids)  # committed: its rowids are taken for good
@@ -340,17 +375,53 @@ class SqliteBackend(AsyncLifecycle):
         found = await active_records(db, [existing])
         return WriteResult(existing, WriteAction.SKIPPED, duplicate_of=existing, record=found.get(existing))
 
-    async def _insert(
+    async def _insert(self, db: aiosqlite.Connection, memory: NewMemory, digest: str) -> WriteResult:
+        """Store one new memory and its automatic edges."""
+        tokens = tokenize(memory.content)
+        now, record, new, others, counts = await self._linking(db, memory, None, tokens)
+        edges, candidates = plan_links(new, others, at=now, entity_counts=counts)
+        await writes.insert_memory(db, record, digest, memory.dedup, tokens=tokens)
+        await graph.insert_edges(db, edges)
+        await writes.log_change(db, ChangeKind.ADDED, record.id, stamp(now))
+        self._sketches.put(new)
+        created = Counter(edge.type._value_ for edge in edges)  # not the slower .value property
+        return WriteResult(
+            record.id, WriteAction.ADDED, candidates=candidates, edges_created=created, record=record
+        )
+
+    async def _insert_deferred(
+        self, db: aiosqlite.Connection, memory: NewMemory, digest: str, deferred: Batch, tokens: list[str]
+    ) -> MemoryRecord:
+        """Store one new memory of a batch (``tokens``: ``tokenize(memory.content)``); its edges are
+        planned by the batch's planner, and they, its FTS row and change-log entry are left in
+        ``deferred`` for ``batch.finish`` before the batch commits."""
+        now, record, new, others, counts = await self._linking(db, memory, deferred, tokens)
+        deferred.planner.add(new, others, now, counts)
+        row = await writes.insert_memory(
+            db,
+            record,
+            digest,
+            memory.dedup,
+            deferred.unindexed,
+            tokens,
+            counted=False,
+            pending=deferred.view.pending,
+        )
+        deferred.view.added(record, row, new.tokens, digest)
+        deferred.changes.append((ChangeKind.ADDED.value, record.id, stamp(now), ""))
+        self._sketches.put(new)
+        return record
+
+    async def _linking(
         self,
         db: aiosqlite.Connection,
         memory: NewMemory,
-        digest: str,
-        deferred: Batch | None = None,
-        tokens: list[str] | None = None,
-    ) -> WriteResult:
-        """Store one new memory and its automatic edges; with ``deferred`` (a batch's), its edges, FTS
-        row and change-log entry are left there for ``batch.finish`` before the batch commits.
-        ``tokens``, when the caller has them, are ``tokenize(memory.content)``."""
+        deferred: Batch | None,
+        tokens: list[str],
+    ) -> tuple[datetime, MemoryRecord, MemorySketch, list[MemorySketch], dict[str, int]]:
+        """What planning a new memory's links takes (``tokens``: ``tokenize(memory.content)``): its
+        stamp, record and sketch, its candidates' sketches and the counts of its entity names (a
+        batch answers from its view where it can)."""
         now = self._now()
         names = name_candidates(memory.content)
         view = deferred.view if deferred is not None else None
@@ -370,8 +441,6 @@ class SqliteBackend(AsyncLifecycle):
             source=memory.source,
             metadata=dict(memory.metadata),
         )
-        if tokens is None:
-            tokens = tokenize(record.content)
         new = sketch(record, tokens)
         if view is None:
             others = await writes.load_sketches(db, await writes.candidate_ids(db, new), self._sketches)
@@ -382,30 +451,7 @@ class SqliteBackend(AsyncLifecycle):
         if unlisted := new.entities - names:
             extra = await entity_stats(db, set(unlisted))
             counts.update({norm: uses for norm, (_, uses) in extra.items()})
-        edges, candidates = plan_links(new, others, at=now, entity_counts=counts)
-        if deferred is None:
-            await writes.insert_memory(db, record, digest, memory.dedup, tokens=tokens)
-            await graph.insert_edges(db, edges)
-            await writes.log_change(db, ChangeKind.ADDED, record.id, stamp(now))
-        else:
-            row = await writes.insert_memory(
-                db,
-                record,
-                digest,
-                memory.dedup,
-                deferred.unindexed,
-                tokens,
-                counted=False,
-                pending=deferred.view.pending,
-            )
-            deferred.view.added(record, row, new.tokens, digest)
-            deferred.edges.extend(edges)
-            deferred.changes.append((ChangeKind.ADDED.value, record.id, stamp(now), ""))
-        self._sketches.put(new)
-        created = Counter(edge.type._value_ for edge in edges)  # not the slower .value property
-        return WriteResult(
-            record.id, WriteAction.ADDED, candidates=candidates, edges_created=created, record=record
-        )
+        return now, record, new, others, counts
 
     async def link(self, edge: Edge) -> Edge:
         """Create or replace ``edge`` between two active memories."""

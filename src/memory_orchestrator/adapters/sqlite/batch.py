@@ -24,8 +24,9 @@ import aiosqlite
 from memory_orchestrator.adapters.sqlite import graph
 from memory_orchestrator.adapters.sqlite.batch_view import BatchView
 from memory_orchestrator.adapters.sqlite.context import Neighbour, around, context_from
+from memory_orchestrator.adapters.sqlite.graph import EdgeRow
 from memory_orchestrator.adapters.sqlite.impacts import reindex
-from memory_orchestrator.ports import Edge
+from memory_orchestrator.adapters.sqlite.planner import LocalPlanner, Planner
 
 Key = tuple[datetime, int]
 
@@ -34,13 +35,16 @@ Key = tuple[datetime, int]
 class Batch:
     """The deferred work of one bulk write (filled by each insert, done by :func:`finish`)."""
 
-    edges: list[Edge] = field(default_factory=list)
+    #: The automatic edges' rows, in write order (filled from the planner's results).
+    edge_rows: list[EdgeRow] = field(default_factory=list)
     #: Memories written but not yet in FTS, as their neighbours will see them.
     unindexed: list[Neighbour] = field(default_factory=list)
     #: Change-log rows in write order (the log's sequence numbers follow it).
     changes: list[tuple[str, str, str, str]] = field(default_factory=list)
     #: The store as the batch sees it: candidates and counts from memory, counts written at the end.
     view: BatchView = field(default_factory=BatchView)
+    #: Plans each write's links (``plan_links``), perhaps in a helper process: ``planner.py``.
+    planner: Planner = field(default_factory=LocalPlanner)
 
 
 @contextmanager
@@ -65,7 +69,7 @@ async def finish(db: aiosqlite.Connection, batch: Batch) -> None:
     the term and entity counts."""
     await batch.view.flush(db)
     await batch.view.pending.flush(db)
-    await graph.insert_edges(db, batch.edges, in_key_order=True)
+    await graph.insert_rows(db, batch.edge_rows, in_key_order=True)
     await index(db, batch.unindexed)
     await db.executemany("INSERT INTO oplog (kind, memory_id, at, detail) VALUES (?, ?, ?, ?)", batch.changes)
 

@@ -21,6 +21,9 @@ from memory_orchestrator.adapters.sqlite.rows import (
 )
 from memory_orchestrator.ports import Edge, EdgeType, Filters, Neighbor
 
+#: An edge as stored: ``(source_id, target_id, type, weight, metadata, created_at)``.
+EdgeRow = tuple[str, str, str, float, str, str]
+
 
 async def store_edge(db: aiosqlite.Connection, edge: Edge) -> None:
     """Insert or replace ``edge``; a symmetric kind also replaces the same pair stored the other way."""
@@ -36,18 +39,20 @@ async def store_edge(db: aiosqlite.Connection, edge: Edge) -> None:
     )
 
 
-def _edge_row(edge: Edge) -> tuple[str, str, str, float, str, str]:
+def _edge_row(edge: Edge) -> EdgeRow:
     # Backends stamp every edge before storing it; the epoch only keeps the column non-null.
     created = stamp(edge.created_at) if edge.created_at else "1970-01-01T00:00:00.000000Z"
     return (edge.source, edge.target, edge.type.value, edge.weight, as_json(dict(edge.metadata)), created)
 
 
-async def insert_edges(
-    db: aiosqlite.Connection, edges: Sequence[Edge], *, in_key_order: bool = False
-) -> None:
-    """Insert the automatic edges of a brand-new memory (no reverse rows can exist yet); with
-    ``in_key_order`` (a batch's edges) in primary-key order, so the B-tree inserts are sequential."""
-    rows = edge_rows(edges)
+async def insert_edges(db: aiosqlite.Connection, edges: Sequence[Edge]) -> None:
+    """Insert the automatic edges of a brand-new memory (no reverse rows can exist yet)."""
+    await insert_rows(db, edge_rows(edges))
+
+
+async def insert_rows(db: aiosqlite.Connection, rows: list[EdgeRow], *, in_key_order: bool = False) -> None:
+    """Insert automatic edges as :func:`edge_rows` gives them; with ``in_key_order`` (a batch's edges)
+    in primary-key order, so the B-tree inserts are sequential."""
     if in_key_order:
         # a stable sort of plain tuples: edges with one key keep their order (the last one stays)
         rows.sort(key=itemgetter(0, 1, 2))
@@ -58,7 +63,7 @@ async def insert_edges(
     )
 
 
-def edge_rows(edges: Sequence[Edge]) -> list[tuple[str, str, str, float, str, str]]:
+def edge_rows(edges: Sequence[Edge]) -> list[EdgeRow]:
     """The rows of ``edges``, as :func:`_edge_row` makes them; the automatic edges of one write share
     their stamp and a few metadata shapes, so each distinct one is formatted once."""
     stamps: dict[object, str] = {}

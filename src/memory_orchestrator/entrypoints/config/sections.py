@@ -34,6 +34,10 @@ class SqliteSection(Section):
 
     path: Path | None = Field(default=None, description="database file; default <data_dir>/memories.db")
     store: StoreName = "default"
+    bulk_helper: bool = Field(
+        default=True,
+        description="plan a large import's links in a helper process on a second core (when there is one)",
+    )
 
 
 class Neo4jSection(Section):

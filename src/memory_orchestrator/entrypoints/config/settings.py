@@ -225,7 +225,11 @@ class Settings(BaseSettings):
         name = name or self.backend.name
         if name == "sqlite":
             section = self.backend.sqlite
-            return {"path": str(section.path or self.data_dir / "memories.db"), "store": section.store}
+            return {
+                "path": str(section.path or self.data_dir / "memories.db"),
+                "store": section.store,
+                "bulk_helper": section.bulk_helper,
+            }
         if name == "neo4j":
             options = self.backend.neo4j.model_dump()
             options["password"] = self.backend.neo4j.password.get_secret_value()

@@ -1,0 +1,365 @@
+"""A bulk batch's link planning, on a second core when the machine has one.
+
+``ports.autolinks.plan_links`` turns a write's candidate sketches into its automatic edges and link
+candidates. It is a pure function, and nothing later in a batch reads what it returns (the edges are
+inserted at the batch's end, the candidates go into the write's result), so a batch can hand it to a
+helper process and go on gathering the next write's candidates meanwhile: about a fifth of a bulk
+write's CPU, done beside the rest instead of in its way.
+
+The helper is a Python process running :func:`main`, started at the first large batch and kept
+until the backend closes; it imports this package from where the parent found it, so both run the
+same code. The batch sends it chunks of writes over a pipe (pickled: a sketch once per batch, then
+its id) and a thread of the parent reads the answers as they come, so neither side waits on a full
+pipe. The parent keeps every write's inputs until the answers are in: when the helper cannot start,
+dies or answers nonsense, the batch plans what is left itself and says so in the log. Either way a
+write's edges are the ones ``plan_links`` gives in the parent (``tests/unit/test_sqlite_bulk.py``
+compares stored rows with and without the helper, and with a helper killed mid-batch).
+"""
+
+from __future__ import annotations
+
+import gc
+import logging
+import os
+import pickle
+import queue
+import subprocess
+import sys
+import threading
+from collections import Counter
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import IO, Any, NamedTuple, Protocol, cast
+
+from memory_orchestrator.adapters.sqlite.graph import EdgeRow, edge_rows
+from memory_orchestrator.ports.autolinks import MemorySketch, plan_links
+from memory_orchestrator.ports.records import LinkCandidate
+
+LOG = logging.getLogger(__name__)
+
+#: Batches smaller than this plan in process: the helper's start (~0.1-0.3 s of a second core) and the
+#: pickling pay off over a few hundred writes.
+HELPER_MIN_BATCH = 256
+#: Writes per message to the helper: few messages, and the helper never far behind at the end.
+CHUNK = 64
+#: Seconds the helper gets to exit when the backend closes before it is killed.
+EXIT_WAIT_S = 2.0
+#: Seconds a batch waits for one answer (a chunk takes milliseconds) before it gives the helper up
+#: and plans the rest itself: a helper that hangs never hangs an import.
+ANSWER_WAIT_S = 30.0
+
+
+class Planned(NamedTuple):
+    """What ``plan_links`` gives one write, as the batch stores and reports it."""
+
+    rows: list[EdgeRow]
+    candidates: tuple[LinkCandidate, ...]
+    created: Counter[str]
+
+
+def plan(new: MemorySketch, others: list[MemorySketch], at: datetime, counts: Mapping[str, int]) -> Planned:
+    """The automatic edges (as rows) and link candidates of ``new`` among ``others``."""
+    edges, candidates = plan_links(new, others, at=at, entity_counts=counts)
+    created = Counter(edge.type._value_ for edge in edges)  # not the slower .value property
+    return Planned(edge_rows(edges), candidates, created)
+
+
+#: One write's inputs: the new memory's sketch, its candidates' sketches, its stamp, entity counts.
+Inputs = tuple[MemorySketch, list[MemorySketch], datetime, Mapping[str, int]]
+
+
+class Planner(Protocol):
+    """Plans a batch's writes in order; ``results`` has one ``Planned`` per ``add``."""
+
+    def add(
+        self, new: MemorySketch, others: list[MemorySketch], at: datetime, counts: Mapping[str, int]
+    ) -> None:
+        """Plan one more write."""
+
+    def results(self) -> list[Planned]:
+        """Every write's plan, in order (waits for the helper's)."""
+
+
+class LocalPlanner:
+    """Plans each write at once, in this process."""
+
+    def __init__(self) -> None:
+        self._planned: list[Planned] = []
+
+    def add(
+        self, new: MemorySketch, others: list[MemorySketch], at: datetime, counts: Mapping[str, int]
+    ) -> None:
+        """Plan one more write now."""
+        self._planned.append(plan(new, others, at, counts))
+
+    def results(self) -> list[Planned]:
+        """Every write's plan, in order."""
+        return self._planned
+
+
+def _fields(sketch: MemorySketch) -> tuple[object, ...]:
+    # a plain tuple pickles in C; the frozen dataclass would go through Python-level state methods
+    return (sketch.id, sketch.content, sketch.source, sketch.created_at, sketch.tokens, sketch.entities)
+
+
+#: The helper's first message: it runs this module's protocol (nothing is sent to it before).
+HELLO = ("memory-orchestrator bulk planner", 1)
+#: Parent -> helper: (batch number, chunk number, sketches it lacks as ``_fields``, writes as
+#: (sketch ids, new first; stamp; entity counts)).
+Chunk = tuple[int, int, list[tuple[object, ...]], list[tuple[list[str], datetime, dict[str, int]]]]
+#: Helper -> parent: (batch number, chunk number, one ``Planned`` per write of the chunk).
+Answer = tuple[int, int, list[Planned]]
+
+
+class _Failed(NamedTuple):
+    reason: str
+
+
+class _Link:
+    """One started helper process, with its own queues: a helper started after another never sees
+    what was meant for or came from the first."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self.process = process
+        self.outbox: queue.SimpleQueue[Chunk | None] = queue.SimpleQueue()
+        self.answers: queue.SimpleQueue[Answer | _Failed] = queue.SimpleQueue()
+        #: Set once the helper has said ``HELLO`` (or is stopped): nothing is written to it before.
+        self.ready = threading.Event()
+        self.closed = False
+        assert process.stdin is not None and process.stdout is not None
+        for target, name in ((self._write, "writer"), (self._read, "reader")):
+            threading.Thread(target=target, name=f"bulk-planner-{name}", daemon=True).start()
+
+    def _write(self) -> None:
+        stream = self.process.stdin
+        assert stream is not None
+        while (message := self.outbox.get()) is not None:
+            self.ready.wait()
+            if self.closed:
+                return
+            try:
+                pickle.dump(message, stream, protocol=pickle.HIGHEST_PROTOCOL)
+                stream.flush()
+            except (OSError, ValueError):
+                return  # the helper is gone: the reader reports it
+
+    def _read(self) -> None:
+        stream = self.process.stdout
+        assert stream is not None
+        try:
+            if pickle.load(stream) != HELLO:
+                raise ValueError("it does not speak the planner's protocol")
+            self.ready.set()
+            while True:
+                answer = pickle.load(stream)
+                if not (isinstance(answer, tuple) and len(answer) == 3 and isinstance(answer[2], list)):
+                    raise ValueError(f"unexpected answer {type(answer).__name__}")
+                self.answers.put(answer)
+        except Exception as exc:  # EOF (the helper exited), or not our helper
+            self.answers.put(_Failed(f"{type(exc).__name__}: {exc}"))
+
+    def close(self) -> None:
+        """Stop the helper: it exits when its input closes, or is killed."""
+        self.closed = True
+        self.outbox.put(None)
+        self.ready.set()  # a writer still waiting for HELLO returns
+        try:
+            if self.process.stdin is not None:
+                self.process.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.process.wait(EXIT_WAIT_S)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+class Helper:
+    """The helper process of one backend, started at its first large batch, with two threads: one
+    writes the chunks it is handed (so a batch never waits on a full pipe), one reads the answers."""
+
+    def __init__(self, *, enabled: bool = True) -> None:
+        #: ``False``: every batch plans in process.
+        self.enabled = enabled
+        self._link: _Link | None = None
+        self._batches = 0
+        #: Chunks of writes the helper has planned (over every batch).
+        self.answered = 0
+        #: Why the helper was given up, if it was: no other is started (batches plan in process).
+        self.broken: str | None = None
+
+    @property
+    def process(self) -> subprocess.Popen[bytes] | None:
+        """The running helper, if any."""
+        return self._link.process if self._link is not None else None
+
+    def planner(self, writes: int) -> Planner:
+        """A planner for a batch of ``writes``: the helper's when it is worth it and works."""
+        if not self.enabled or writes < HELPER_MIN_BATCH or self.broken is not None or usable_cores() < 2:
+            return LocalPlanner()
+        if self._link is None and not self._start():
+            return LocalPlanner()
+        self._batches += 1
+        return _HelperPlanner(self, self._batches)
+
+    def _start(self) -> bool:
+        package = Path(__file__).resolve().parents[3]  # the folder holding memory_orchestrator
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(package), env.get("PYTHONPATH")]))
+        try:
+            # -P: the working directory is not put on the path (only this code is imported)
+            process = subprocess.Popen(
+                [sys.executable, "-P", "-c", f"from {__name__} import main; main()"],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                env=env,
+            )
+        except (OSError, ValueError, subprocess.SubprocessError) as exc:
+            self.give_up(f"could not start ({exc})")
+            return False
+        self._link = _Link(process)
+        return True
+
+    def send(self, chunk: Chunk) -> bool:
+        """Queue one chunk for the helper; ``False`` once it has been given up."""
+        if self.broken is not None or self._link is None:
+            return False
+        self._link.outbox.put(chunk)
+        return True
+
+    def answer(self) -> Answer | None:
+        """The next answer, or ``None`` when the helper failed or took longer than ``ANSWER_WAIT_S``
+        (it is then given up)."""
+        link = self._link
+        if self.broken is not None or link is None:
+            return None
+        try:
+            answer = link.answers.get(timeout=ANSWER_WAIT_S)
+        except queue.Empty:
+            self.give_up(f"did not answer within {ANSWER_WAIT_S:g} s")
+            return None
+        if isinstance(answer, _Failed):
+            self.give_up(f"stopped ({answer.reason})")
+            return None
+        return answer
+
+    def give_up(self, reason: str) -> None:
+        """Stop the helper for good and log why; later batches plan in process."""
+        if self.broken is None:
+            self.broken = reason
+            LOG.warning("the bulk link planner helper %s; batches plan their links in process", reason)
+        self.close()
+
+    def close(self) -> None:
+        """Stop the helper, if one runs; idempotent (a later large batch starts another)."""
+        link, self._link = self._link, None
+        if link is not None:
+            link.close()
+
+
+class _HelperPlanner:
+    """A batch's writes, planned by the helper chunk by chunk; whatever it does not answer is planned
+    here from the inputs kept meanwhile."""
+
+    def __init__(self, helper: Helper, batch: int) -> None:
+        self._helper = helper
+        self._batch = batch
+        self._inputs: list[Inputs] = []
+        #: Ids of the sketches the helper has for this batch (it keeps them until the next batch).
+        self._sent: set[str] = set()
+        self._fresh: list[tuple[object, ...]] = []
+        self._writes: list[tuple[list[str], datetime, dict[str, int]]] = []
+        self._chunks = 0
+        self._failed = False
+
+    def add(
+        self, new: MemorySketch, others: list[MemorySketch], at: datetime, counts: Mapping[str, int]
+    ) -> None:
+        """Queue one more write (sent with its chunk)."""
+        self._inputs.append((new, others, at, counts))
+        if self._failed:
+            return
+        sent, fresh = self._sent, self._fresh
+        ids = []
+        for sketch in (new, *others):
+            if sketch.id not in sent:
+                sent.add(sketch.id)
+                fresh.append(_fields(sketch))
+            ids.append(sketch.id)
+        self._writes.append((ids, at, dict(counts)))
+        if len(self._writes) >= CHUNK:
+            self._send()
+
+    def _send(self) -> None:
+        if self._helper.send((self._batch, self._chunks, self._fresh, self._writes)):
+            self._chunks += 1
+        else:
+            self._failed = True
+        self._fresh, self._writes = [], []
+
+    def results(self) -> list[Planned]:
+        """Every write's plan, in order: the helper's, then whatever it did not give planned here."""
+        if self._writes and not self._failed:
+            self._send()
+        planned: list[Planned] = []
+        received = 0
+        while received < self._chunks:
+            answer = self._helper.answer()
+            if answer is None:
+                break
+            batch, chunk, plans = answer
+            if batch != self._batch:
+                continue  # an earlier batch's, which failed before it read its answers
+            if chunk != received or len(planned) + len(plans) > len(self._inputs):
+                self._helper.give_up("answered out of order")
+                break
+            planned.extend(plans)
+            received += 1
+            self._helper.answered += 1
+        planned.extend(plan(*inputs) for inputs in self._inputs[len(planned) :])
+        return planned
+
+
+def usable_cores() -> int:
+    """CPUs this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def serve(source: IO[bytes], sink: IO[bytes]) -> None:
+    """The helper's loop: plan each chunk read from ``source``, write the plans to ``sink``."""
+    gc.disable()  # it makes sketches, edges and rows, none of them in a cycle
+    pickle.dump(HELLO, sink, protocol=pickle.HIGHEST_PROTOCOL)
+    sink.flush()
+    sketches: dict[str, MemorySketch] = {}
+    current = None
+    while True:
+        try:
+            message: Chunk = pickle.load(source)
+        except EOFError:
+            return
+        batch, chunk, fresh, writes = message
+        if batch != current:  # a new batch: the last one's sketches are not needed any more
+            sketches.clear()
+            current = batch
+        for fields in fresh:
+            sketches[cast(str, fields[0])] = MemorySketch(*cast(Any, fields))
+        plans = []
+        for ids, at, counts in writes:
+            found = [sketches[memory_id] for memory_id in ids]
+            plans.append(plan(found[0], found[1:], at, counts))
+        answer: Answer = (batch, chunk, plans)
+        pickle.dump(answer, sink, protocol=pickle.HIGHEST_PROTOCOL)
+        sink.flush()
+
+
+def main() -> None:
+    """The helper process: plans from stdin to stdout (anything printed goes to stderr instead)."""
+    sink = sys.stdout.buffer
+    sys.stdout = sys.stderr
+    serve(sys.stdin.buffer, sink)
