@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
@@ -88,16 +88,20 @@ def sketch(record: MemoryRecord, tokens: Iterable[str] | None = None) -> MemoryS
     )
 
 
-def entities_for(memory: NewMemory, known: Mapping[str, str] | None = None) -> tuple[str, ...]:
+def entities_for(
+    memory: NewMemory, known: Mapping[str, str] | None = None, extracted: Sequence[str] | None = None
+) -> tuple[str, ...]:
     """The entities stored with ``memory``: the given ones, those extracted from its content, then the
     store's known names (``known``: casefolded name -> spelling) that its content mentions.
 
     Deduplicated case-insensitively (first spelling wins) and capped at ``MAX_ENTITIES``. A backend
-    finds ``known`` by looking up ``ports.text.name_candidates(memory.content)`` among its names.
+    finds ``known`` by looking up ``ports.text.name_candidates(memory.content)`` among its names;
+    ``extracted``, when the caller has it, is ``ports.text.extract_entities(memory.content)``.
     """
     seen: set[str] = set()
     names: list[str] = []
-    extracted = extract_entities(memory.content)
+    if extracted is None:
+        extracted = extract_entities(memory.content)
     mentioned = matched_names(memory.content, known) if known else []
     for name in (*memory.entities, *extracted, *mentioned):
         cleaned = name.strip()

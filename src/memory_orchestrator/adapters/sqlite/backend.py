@@ -21,7 +21,7 @@ from memory_orchestrator.adapters.sqlite import vectors as vector_rows
 from memory_orchestrator.adapters.sqlite.batch import Batch, collector_paused, finish
 from memory_orchestrator.adapters.sqlite.batch_view import BatchView
 from memory_orchestrator.adapters.sqlite.health import health_report
-from memory_orchestrator.adapters.sqlite.planner import Helper
+from memory_orchestrator.adapters.sqlite.planner import EntityInputs, Helper, entity_inputs
 from memory_orchestrator.adapters.sqlite.records import active_records, select_records
 from memory_orchestrator.adapters.sqlite.rows import MEMORY_COLUMNS, stamp
 from memory_orchestrator.adapters.sqlite.schema import SCHEMA_VERSION, migrate, schema_version
@@ -349,19 +349,21 @@ class SqliteBackend(AsyncLifecycle):
         try:
             await self._begin(conn)
             # What no write of the batch reads waits for its end (adapters/sqlite/batch.py).
-            deferred = Batch(view=BatchView(known=self._rowids), planner=self._helper.planner(len(memories)))
+            planner = self._helper.planner([memory.content for memory in memories])
+            deferred = Batch(view=BatchView(known=self._rowids), planner=planner)
             digests = [content_hash(memory.content) for memory in memories]
             deduplicated = {digest for digest, memory in zip(digests, memories, strict=True) if memory.dedup}
             texts = [tokenize(memory.content) for memory in memories]
             terms = {term for tokens in texts for term in tokens}
             await deferred.view.start(conn, len(memories), deduplicated, terms)
             written: list[WriteResult | MemoryRecord] = []
-            for memory, digest, tokens in zip(memories, digests, texts, strict=True):
+            for index, (memory, digest, tokens) in enumerate(zip(memories, digests, texts, strict=True)):
                 existing = deferred.view.duplicate(digest) if memory.dedup else None
                 if existing is not None:
                     written.append(await self._skipped(conn, existing))
                 else:
-                    written.append(await self._insert_deferred(conn, memory, digest, deferred, tokens))
+                    read = planner.entity_inputs(index, memory.content)
+                    written.append(await self._insert_deferred(conn, memory, digest, deferred, tokens, read))
             results = _planned_results(written, deferred)
             await finish(conn, deferred)
             await conn.execute("COMMIT")
@@ -377,8 +379,8 @@ class SqliteBackend(AsyncLifecycle):
 
     async def _insert(self, db: aiosqlite.Connection, memory: NewMemory, digest: str) -> WriteResult:
         """Store one new memory and its automatic edges."""
-        tokens = tokenize(memory.content)
-        now, record, new, others, counts = await self._linking(db, memory, None, tokens)
+        tokens, read = tokenize(memory.content), entity_inputs(memory.content)
+        now, record, new, others, counts = await self._linking(db, memory, None, tokens, read)
         edges, candidates = plan_links(new, others, at=now, entity_counts=counts)
         await writes.insert_memory(db, record, digest, memory.dedup, tokens=tokens)
         await graph.insert_edges(db, edges)
@@ -390,12 +392,18 @@ class SqliteBackend(AsyncLifecycle):
         )
 
     async def _insert_deferred(
-        self, db: aiosqlite.Connection, memory: NewMemory, digest: str, deferred: Batch, tokens: list[str]
+        self,
+        db: aiosqlite.Connection,
+        memory: NewMemory,
+        digest: str,
+        deferred: Batch,
+        tokens: list[str],
+        read: EntityInputs,
     ) -> MemoryRecord:
-        """Store one new memory of a batch (``tokens``: ``tokenize(memory.content)``); its edges are
-        planned by the batch's planner, and they, its FTS row and change-log entry are left in
+        """Store one new memory of a batch (``tokens`` and ``read``: see :meth:`_linking`); its edges
+        are planned by the batch's planner, and they, its FTS row and change-log entry are left in
         ``deferred`` for ``batch.finish`` before the batch commits."""
-        now, record, new, others, counts = await self._linking(db, memory, deferred, tokens)
+        now, record, new, others, counts = await self._linking(db, memory, deferred, tokens, read)
         deferred.planner.add(new, others, now, counts)
         row = await writes.insert_memory(
             db,
@@ -418,12 +426,14 @@ class SqliteBackend(AsyncLifecycle):
         memory: NewMemory,
         deferred: Batch | None,
         tokens: list[str],
+        read: EntityInputs,
     ) -> tuple[datetime, MemoryRecord, MemorySketch, list[MemorySketch], dict[str, int]]:
-        """What planning a new memory's links takes (``tokens``: ``tokenize(memory.content)``): its
-        stamp, record and sketch, its candidates' sketches and the counts of its entity names (a
-        batch answers from its view where it can)."""
+        """What planning a new memory's links takes (``tokens``: ``tokenize(memory.content)``;
+        ``read``: ``planner.entity_inputs(memory.content)``): its stamp, record and sketch, its
+        candidates' sketches and the counts of its entity names (a batch answers from its view where
+        it can)."""
         now = self._now()
-        names = name_candidates(memory.content)
+        names, extracted = read
         view = deferred.view if deferred is not None else None
         # a batch answers entity statistics from memory, a single write from SQLite
         entity_stats: EntityStats = view.entity_stats if view is not None else writes.entity_stats
@@ -437,7 +447,7 @@ class SqliteBackend(AsyncLifecycle):
             category=memory.category,
             importance=memory.importance,
             tags=tuple(memory.tags),
-            entities=entities_for(memory, known),
+            entities=entities_for(memory, known, extracted),
             source=memory.source,
             metadata=dict(memory.metadata),
         )

@@ -4,7 +4,9 @@
 candidates. It is a pure function, and nothing later in a batch reads what it returns (the edges are
 inserted at the batch's end, the candidates go into the write's result), so a batch can hand it to a
 helper process and go on gathering the next write's candidates meanwhile: about a fifth of a bulk
-write's CPU, done beside the rest instead of in its way.
+write's CPU, done beside the rest instead of in its way. The helper also reads the name candidates
+and extracted entities of every memory of the batch ahead of its write (``entity_inputs``: the
+text alone decides them); a write whose answer is not in yet reads its own.
 
 The helper is a Python process running :func:`main`, started at the first large batch and kept
 until the backend closes; it imports this package from where the parent found it, so both run the
@@ -35,6 +37,7 @@ from typing import IO, Any, NamedTuple, Protocol, cast
 from memory_orchestrator.adapters.sqlite.graph import EdgeRow, edge_rows
 from memory_orchestrator.ports.autolinks import MemorySketch, plan_links
 from memory_orchestrator.ports.records import LinkCandidate
+from memory_orchestrator.ports.text import extract_entities, name_candidates
 
 LOG = logging.getLogger(__name__)
 
@@ -67,10 +70,20 @@ def plan(new: MemorySketch, others: list[MemorySketch], at: datetime, counts: Ma
 
 #: One write's inputs: the new memory's sketch, its candidates' sketches, its stamp, entity counts.
 Inputs = tuple[MemorySketch, list[MemorySketch], datetime, Mapping[str, int]]
+#: What a memory's text alone decides of its entities: its name candidates, its extracted names.
+EntityInputs = tuple[set[str], tuple[str, ...]]
+
+
+def entity_inputs(content: str) -> EntityInputs:
+    """``ports.text.name_candidates`` and ``ports.text.extract_entities`` of ``content``."""
+    return name_candidates(content), extract_entities(content)
 
 
 class Planner(Protocol):
     """Plans a batch's writes in order; ``results`` has one ``Planned`` per ``add``."""
+
+    def entity_inputs(self, index: int, content: str) -> EntityInputs:
+        """:func:`entity_inputs` of the batch's memory number ``index``, whose text is ``content``."""
 
     def add(
         self, new: MemorySketch, others: list[MemorySketch], at: datetime, counts: Mapping[str, int]
@@ -86,6 +99,10 @@ class LocalPlanner:
 
     def __init__(self) -> None:
         self._planned: list[Planned] = []
+
+    def entity_inputs(self, index: int, content: str) -> EntityInputs:
+        """Read from ``content`` now."""
+        return entity_inputs(content)
 
     def add(
         self, new: MemorySketch, others: list[MemorySketch], at: datetime, counts: Mapping[str, int]
@@ -104,12 +121,15 @@ def _fields(sketch: MemorySketch) -> tuple[object, ...]:
 
 
 #: The helper's first message: it runs this module's protocol (nothing is sent to it before).
-HELLO = ("memory-orchestrator bulk planner", 1)
-#: Parent -> helper: (batch number, chunk number, sketches it lacks as ``_fields``, writes as
-#: (sketch ids, new first; stamp; entity counts)).
-Chunk = tuple[int, int, list[tuple[object, ...]], list[tuple[list[str], datetime, dict[str, int]]]]
-#: Helper -> parent: (batch number, chunk number, one ``Planned`` per write of the chunk).
-Answer = tuple[int, int, list[Planned]]
+HELLO = ("memory-orchestrator bulk planner", 2)
+#: Parent -> helper, first of a batch: ("prepare", batch number, the texts of its memories).
+Prepare = tuple[str, int, list[str]]
+#: Parent -> helper: ("plan", batch number, chunk number, the sketches it lacks as ``_fields``, the
+#: writes as (sketch ids, the new memory's first; stamp; entity counts)).
+Chunk = tuple[str, int, int, list[tuple[object, ...]], list[tuple[list[str], datetime, dict[str, int]]]]
+#: Helper -> parent: ("prepared", batch, chunk, ``EntityInputs`` of CHUNK texts) for the texts in
+#: order, then ("planned", batch, chunk, one ``Planned`` per write of that chunk).
+Answer = tuple[str, int, int, list[Any]]
 
 
 class _Failed(NamedTuple):
@@ -122,7 +142,7 @@ class _Link:
 
     def __init__(self, process: subprocess.Popen[bytes]) -> None:
         self.process = process
-        self.outbox: queue.SimpleQueue[Chunk | None] = queue.SimpleQueue()
+        self.outbox: queue.SimpleQueue[Prepare | Chunk | None] = queue.SimpleQueue()
         self.answers: queue.SimpleQueue[Answer | _Failed] = queue.SimpleQueue()
         #: Set once the helper has said ``HELLO`` (or is stopped): nothing is written to it before.
         self.ready = threading.Event()
@@ -153,7 +173,7 @@ class _Link:
             self.ready.set()
             while True:
                 answer = pickle.load(stream)
-                if not (isinstance(answer, tuple) and len(answer) == 3 and isinstance(answer[2], list)):
+                if not (isinstance(answer, tuple) and len(answer) == 4 and isinstance(answer[3], list)):
                     raise ValueError(f"unexpected answer {type(answer).__name__}")
                 self.answers.put(answer)
         except Exception as exc:  # EOF (the helper exited), or not our helper
@@ -195,14 +215,15 @@ class Helper:
         """The running helper, if any."""
         return self._link.process if self._link is not None else None
 
-    def planner(self, writes: int) -> Planner:
-        """A planner for a batch of ``writes``: the helper's when it is worth it and works."""
-        if not self.enabled or writes < HELPER_MIN_BATCH or self.broken is not None or usable_cores() < 2:
+    def planner(self, contents: list[str]) -> Planner:
+        """A planner for a batch of memories with these ``contents``: the helper's when it is worth
+        it and works."""
+        if not self.enabled or len(contents) < HELPER_MIN_BATCH or self.broken is not None:
             return LocalPlanner()
-        if self._link is None and not self._start():
+        if usable_cores() < 2 or (self._link is None and not self._start()):
             return LocalPlanner()
         self._batches += 1
-        return _HelperPlanner(self, self._batches)
+        return _HelperPlanner(self, self._batches, contents)
 
     def _start(self) -> bool:
         package = Path(__file__).resolve().parents[3]  # the folder holding memory_orchestrator
@@ -223,23 +244,24 @@ class Helper:
         self._link = _Link(process)
         return True
 
-    def send(self, chunk: Chunk) -> bool:
-        """Queue one chunk for the helper; ``False`` once it has been given up."""
+    def send(self, message: Prepare | Chunk) -> bool:
+        """Queue one message for the helper; ``False`` once it has been given up."""
         if self.broken is not None or self._link is None:
             return False
-        self._link.outbox.put(chunk)
+        self._link.outbox.put(message)
         return True
 
-    def answer(self) -> Answer | None:
-        """The next answer, or ``None`` when the helper failed or took longer than ``ANSWER_WAIT_S``
-        (it is then given up)."""
+    def answer(self, *, wait: bool = True) -> Answer | None:
+        """The next answer; ``None`` when there is none yet (``wait=False``), or when the helper
+        failed or took longer than ``ANSWER_WAIT_S`` (it is then given up)."""
         link = self._link
         if self.broken is not None or link is None:
             return None
         try:
-            answer = link.answers.get(timeout=ANSWER_WAIT_S)
+            answer = link.answers.get(timeout=ANSWER_WAIT_S) if wait else link.answers.get_nowait()
         except queue.Empty:
-            self.give_up(f"did not answer within {ANSWER_WAIT_S:g} s")
+            if wait:
+                self.give_up(f"did not answer within {ANSWER_WAIT_S:g} s")
             return None
         if isinstance(answer, _Failed):
             self.give_up(f"stopped ({answer.reason})")
@@ -264,7 +286,7 @@ class _HelperPlanner:
     """A batch's writes, planned by the helper chunk by chunk; whatever it does not answer is planned
     here from the inputs kept meanwhile."""
 
-    def __init__(self, helper: Helper, batch: int) -> None:
+    def __init__(self, helper: Helper, batch: int, contents: list[str]) -> None:
         self._helper = helper
         self._batch = batch
         self._inputs: list[Inputs] = []
@@ -272,8 +294,48 @@ class _HelperPlanner:
         self._sent: set[str] = set()
         self._fresh: list[tuple[object, ...]] = []
         self._writes: list[tuple[list[str], datetime, dict[str, int]]] = []
-        self._chunks = 0
+        #: Writes in each chunk sent, in order.
+        self._sizes: list[int] = []
         self._failed = False
+        #: The helper's ``EntityInputs`` of the batch's texts so far, and how many it will send.
+        self._prepared: list[EntityInputs] = []
+        self._texts = len(contents) if helper.send(("prepare", batch, contents)) else 0
+        #: Plans answered but not yet taken, by chunk.
+        self._answers: dict[int, list[Planned]] = {}
+
+    def entity_inputs(self, index: int, content: str) -> EntityInputs:
+        """The helper's answer when it is in (it reads the texts far faster than the batch writes
+        them, once started), else read from ``content`` here."""
+        prepared = self._prepared
+        while index >= len(prepared) and len(prepared) < self._texts:
+            answer = self._helper.answer(wait=False)
+            if answer is None or not self._take(answer):
+                break
+        if index < len(prepared):
+            return prepared[index]
+        return entity_inputs(content)
+
+    def _take(self, answer: Answer) -> bool:
+        """File one answer (an earlier batch's is dropped); ``False`` for one out of order, and the
+        helper is given up."""
+        kind, batch, chunk, items = answer
+        if batch != self._batch:
+            return True  # an earlier batch's, which failed before it read its answers
+        done = len(self._prepared)
+        if kind == "prepared" and chunk * CHUNK == done and len(items) == min(CHUNK, self._texts - done):
+            self._prepared.extend(items)
+            return True
+        sent = self._sizes
+        if (
+            kind == "planned"
+            and chunk < len(sent)
+            and len(items) == sent[chunk]
+            and chunk not in self._answers
+        ):
+            self._answers[chunk] = items
+            return True
+        self._helper.give_up("answered out of order")
+        return False
 
     def add(
         self, new: MemorySketch, others: list[MemorySketch], at: datetime, counts: Mapping[str, int]
@@ -294,8 +356,8 @@ class _HelperPlanner:
             self._send()
 
     def _send(self) -> None:
-        if self._helper.send((self._batch, self._chunks, self._fresh, self._writes)):
-            self._chunks += 1
+        if self._helper.send(("plan", self._batch, len(self._sizes), self._fresh, self._writes)):
+            self._sizes.append(len(self._writes))
         else:
             self._failed = True
         self._fresh, self._writes = [], []
@@ -305,19 +367,14 @@ class _HelperPlanner:
         if self._writes and not self._failed:
             self._send()
         planned: list[Planned] = []
-        received = 0
-        while received < self._chunks:
-            answer = self._helper.answer()
-            if answer is None:
+        for chunk in range(len(self._sizes)):
+            while chunk not in self._answers:
+                answer = self._helper.answer()
+                if answer is None or not self._take(answer):
+                    break
+            if chunk not in self._answers:
                 break
-            batch, chunk, plans = answer
-            if batch != self._batch:
-                continue  # an earlier batch's, which failed before it read its answers
-            if chunk != received or len(planned) + len(plans) > len(self._inputs):
-                self._helper.give_up("answered out of order")
-                break
-            planned.extend(plans)
-            received += 1
+            planned.extend(self._answers.pop(chunk))
             self._helper.answered += 1
         planned.extend(plan(*inputs) for inputs in self._inputs[len(planned) :])
         return planned
@@ -332,30 +389,35 @@ def usable_cores() -> int:
 
 
 def serve(source: IO[bytes], sink: IO[bytes]) -> None:
-    """The helper's loop: plan each chunk read from ``source``, write the plans to ``sink``."""
+    """The helper's loop: answer each message read from ``source`` on ``sink``."""
     gc.disable()  # it makes sketches, edges and rows, none of them in a cycle
-    pickle.dump(HELLO, sink, protocol=pickle.HIGHEST_PROTOCOL)
-    sink.flush()
+    _send(sink, HELLO)
     sketches: dict[str, MemorySketch] = {}
-    current = None
     while True:
         try:
-            message: Chunk = pickle.load(source)
+            message: Prepare | Chunk = pickle.load(source)
         except EOFError:
             return
-        batch, chunk, fresh, writes = message
-        if batch != current:  # a new batch: the last one's sketches are not needed any more
+        if message[0] == "prepare":  # a new batch: the last one's sketches are not needed any more
+            _, batch, contents = cast(Prepare, message)
             sketches.clear()
-            current = batch
+            for chunk, start in enumerate(range(0, len(contents), CHUNK)):
+                items = [entity_inputs(content) for content in contents[start : start + CHUNK]]
+                _send(sink, ("prepared", batch, chunk, items))
+            continue
+        _, batch, chunk, fresh, writes = cast(Chunk, message)
         for fields in fresh:
             sketches[cast(str, fields[0])] = MemorySketch(*cast(Any, fields))
         plans = []
         for ids, at, counts in writes:
             found = [sketches[memory_id] for memory_id in ids]
             plans.append(plan(found[0], found[1:], at, counts))
-        answer: Answer = (batch, chunk, plans)
-        pickle.dump(answer, sink, protocol=pickle.HIGHEST_PROTOCOL)
-        sink.flush()
+        _send(sink, ("planned", batch, chunk, plans))
+
+
+def _send(sink: IO[bytes], message: object) -> None:
+    pickle.dump(message, sink, protocol=pickle.HIGHEST_PROTOCOL)
+    sink.flush()
 
 
 def main() -> None:
