@@ -5,6 +5,8 @@ from __future__ import annotations
 import gc
 import logging
 import sqlite3
+import sys
+import time
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
@@ -514,25 +516,43 @@ async def test_a_helper_killed_mid_import_costs_no_edge(
     assert stored(tmp_path / "killed.db", results) == stored(tmp_path / "reference.db", reference)
 
 
+#: Helpers that fail: what each program does when started as the helper, and what the batch says.
+FAILING_HELPERS = {
+    "missing": (None, "could not start"),
+    "silent": ("#!/bin/sh\nexec sleep 60\n", "did not answer within 0.5 s"),  # reads and says nothing
+    # says HELLO, then answers every message with a chunk no batch sent
+    "garbled": (
+        "#!/bin/sh\nexec {python} -c 'import pickle, sys\n"
+        "from memory_orchestrator.adapters.sqlite.planner import HELLO\n"
+        "out = sys.stdout.buffer\n"
+        "pickle.dump(HELLO, out); out.flush()\n"
+        "while True:\n"
+        "    message = pickle.load(sys.stdin.buffer)\n"
+        '    pickle.dump(("planned", message[1], 99, []), out); out.flush()\'\n',
+        "answered out of order",
+    ),
+}
+
+
 @pytest.mark.anyio
 @pytest.mark.usefixtures("helper_planning")
-@pytest.mark.parametrize("executable", ["missing", "silent"])
-async def test_a_helper_that_cannot_start_or_never_answers_costs_no_edge(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, executable: str
+@pytest.mark.parametrize("kind", sorted(FAILING_HELPERS))
+async def test_a_helper_that_cannot_start_never_answers_or_answers_nonsense_costs_no_edge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, kind: str
 ) -> None:
     memories = corpus()[:120]
     cuts = [0, 60, len(memories)]
     reference, _ = await bulk_in_batches(tmp_path / "reference.db", memories, cuts, bulk_helper=False)
-    program = tmp_path / executable
-    if executable == "silent":  # starts, reads nothing, says nothing
-        program.write_text("#!/bin/sh\nexec sleep 60\n")
+    script, reason = FAILING_HELPERS[kind]
+    program = tmp_path / kind
+    if script is not None:
+        program.write_text(script.format(python=sys.executable))
         program.chmod(0o755)
     monkeypatch.setattr(planner.sys, "executable", str(program))
     monkeypatch.setattr(planner, "ANSWER_WAIT_S", 0.5)
     with caplog.at_level(logging.WARNING, logger=planner.__name__):
         results, helper = await bulk_in_batches(tmp_path / "alone.db", memories, cuts)
-    assert helper.answered == 0 and helper.broken is not None
-    assert ("could not start" if executable == "missing" else "did not answer within 0.5 s") in helper.broken
+    assert helper.answered == 0 and helper.broken is not None and reason in helper.broken
     assert caplog.text.count("batches plan their links in process") == 1  # given up once, not per batch
     assert stored(tmp_path / "alone.db", results) == stored(tmp_path / "reference.db", reference)
 
@@ -564,3 +584,22 @@ async def test_a_reopened_backend_starts_a_helper_of_its_own(tmp_path: Path) -> 
             assert backend._helper.process is not None
         assert backend._helper.process is None
     assert backend._helper.broken is None and backend._helper.answered == 2
+
+
+@pytest.mark.usefixtures("helper_planning")
+def test_the_helper_reads_the_entities_of_a_batch_ahead_of_its_writes() -> None:
+    texts = [memory.content for memory in corpus()[:150]]
+    helper = Helper()
+    try:
+        batch = helper.planner(texts)
+        deadline = time.monotonic() + 30
+        while helper.read_ahead == 0 and time.monotonic() < deadline:  # until the last chunk is in
+            batch.entity_inputs(len(texts) - 1, texts[-1])
+            time.sleep(0.01)
+        assert helper.read_ahead == 1
+        assert [batch.entity_inputs(i, text) for i, text in enumerate(texts)] == [
+            planner.entity_inputs(text) for text in texts
+        ]
+        assert helper.read_ahead == 1 + len(texts) and batch.results() == [] and helper.broken is None
+    finally:
+        helper.close()

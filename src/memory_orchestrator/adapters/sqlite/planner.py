@@ -205,8 +205,9 @@ class Helper:
         self.enabled = enabled
         self._link: _Link | None = None
         self._batches = 0
-        #: Chunks of writes the helper has planned (over every batch).
+        #: Chunks of writes the helper has planned, and texts whose entity inputs it read, so far.
         self.answered = 0
+        self.read_ahead = 0
         #: Why the helper was given up, if it was: no other is started (batches plan in process).
         self.broken: str | None = None
 
@@ -220,7 +221,10 @@ class Helper:
         it and works."""
         if not self.enabled or len(contents) < HELPER_MIN_BATCH or self.broken is not None:
             return LocalPlanner()
-        if usable_cores() < 2 or (self._link is None and not self._start()):
+        # a frozen application's executable is no Python that runs ``-c``
+        if usable_cores() < 2 or getattr(sys, "frozen", False):
+            return LocalPlanner()
+        if self._link is None and not self._start():
             return LocalPlanner()
         self._batches += 1
         return _HelperPlanner(self, self._batches, contents)
@@ -312,6 +316,7 @@ class _HelperPlanner:
             if answer is None or not self._take(answer):
                 break
         if index < len(prepared):
+            self._helper.read_ahead += 1
             return prepared[index]
         return entity_inputs(content)
 
