@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import logging
 import sqlite3
+import subprocess
 import sys
 import time
 from dataclasses import replace
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import aiosqlite
+import anyio
 import pytest
 
 from memory_orchestrator.adapters.sqlite import planner, writes
@@ -520,17 +522,25 @@ async def test_a_helper_killed_mid_import_costs_no_edge(
 FAILING_HELPERS = {
     "missing": (None, "could not start"),
     "silent": ("#!/bin/sh\nexec sleep 60\n", "did not answer within 0.5 s"),  # reads and says nothing
+    # says HELLO, then neither reads nor answers: the batch's chunks fill the pipe and its writer
+    # blocks, which must not keep the batch from giving the helper up
+    "deaf": (
+        "#!/bin/sh\nexec {python} -c 'import sys, time\n"
+        "from memory_orchestrator.adapters.sqlite.planner import HELLO, put\n"
+        "put(sys.stdout.buffer, HELLO); time.sleep(60)'\n",
+        "did not answer within 0.5 s",
+    ),
     # says HELLO, then answers every message with a chunk no batch sent
     "garbled": (
-        "#!/bin/sh\nexec {python} -c 'import pickle, sys\n"
-        "from memory_orchestrator.adapters.sqlite.planner import HELLO\n"
-        "out = sys.stdout.buffer\n"
-        "pickle.dump(HELLO, out); out.flush()\n"
+        "#!/bin/sh\nexec {python} -c 'import sys\n"
+        "from memory_orchestrator.adapters.sqlite.planner import HELLO, get, put\n"
+        "put(sys.stdout.buffer, HELLO)\n"
         "while True:\n"
-        "    message = pickle.load(sys.stdin.buffer)\n"
-        '    pickle.dump(("planned", message[1], 99, []), out); out.flush()\'\n',
+        '    put(sys.stdout.buffer, ("planned", get(sys.stdin.buffer)[1], 99, []))\'\n',
         "answered out of order",
     ),
+    # writes what is no message at all (a length no message has)
+    "noise": ("#!/bin/sh\nexec yes\n", "not the planner's protocol"),
 }
 
 
@@ -540,8 +550,8 @@ FAILING_HELPERS = {
 async def test_a_helper_that_cannot_start_never_answers_or_answers_nonsense_costs_no_edge(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, kind: str
 ) -> None:
-    memories = corpus()[:120]
-    cuts = [0, 60, len(memories)]
+    memories = corpus()
+    cuts = [0, 150, len(memories)]  # a batch sends more than a pipe holds (64 KiB)
     reference, _ = await bulk_in_batches(tmp_path / "reference.db", memories, cuts, bulk_helper=False)
     script, reason = FAILING_HELPERS[kind]
     program = tmp_path / kind
@@ -550,8 +560,21 @@ async def test_a_helper_that_cannot_start_never_answers_or_answers_nonsense_cost
         program.chmod(0o755)
     monkeypatch.setattr(planner.sys, "executable", str(program))
     monkeypatch.setattr(planner, "ANSWER_WAIT_S", 0.5)
-    with caplog.at_level(logging.WARNING, logger=planner.__name__):
-        results, helper = await bulk_in_batches(tmp_path / "alone.db", memories, cuts)
+    started: list[subprocess.Popen[bytes]] = []
+    popen = subprocess.Popen
+
+    def recorded(*args: Any, **kwargs: Any) -> subprocess.Popen[bytes]:
+        started.append(popen(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(planner.subprocess, "Popen", recorded)
+    try:
+        # giving the helper up takes ANSWER_WAIT_S, not the helper's own time (it sleeps a minute)
+        with caplog.at_level(logging.WARNING, logger=planner.__name__), anyio.fail_after(30):
+            results, helper = await bulk_in_batches(tmp_path / "alone.db", memories, cuts)
+    finally:
+        for process in started:  # a batch stuck on it (the failure this guards against) goes on
+            process.kill()
     assert helper.answered == 0 and helper.broken is not None and reason in helper.broken
     assert caplog.text.count("batches plan their links in process") == 1  # given up once, not per batch
     assert stored(tmp_path / "alone.db", results) == stored(tmp_path / "reference.db", reference)

@@ -20,6 +20,7 @@ compares stored rows with and without the helper, and with a helper killed mid-b
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import logging
 import os
@@ -48,6 +49,8 @@ HELPER_MIN_BATCH = 256
 CHUNK = 64
 #: Seconds the helper gets to exit when the backend closes before it is killed.
 EXIT_WAIT_S = 2.0
+#: Bytes a message may have (a batch's texts are at most 2,000 x 8 KiB): more is not our helper.
+MAX_MESSAGE = 1 << 28
 #: Seconds a batch waits for one answer (a chunk takes milliseconds) before it gives the helper up
 #: and plans the rest itself: a helper that hangs never hangs an import.
 ANSWER_WAIT_S = 30.0
@@ -152,47 +155,49 @@ class _Link:
             threading.Thread(target=target, name=f"bulk-planner-{name}", daemon=True).start()
 
     def _write(self) -> None:
+        # The only thread that touches the helper's input: closing it elsewhere would wait for a
+        # write blocked on a full pipe, that is on a helper not reading any more.
         stream = self.process.stdin
         assert stream is not None
-        while (message := self.outbox.get()) is not None:
-            self.ready.wait()
-            if self.closed:
-                return
-            try:
-                pickle.dump(message, stream, protocol=pickle.HIGHEST_PROTOCOL)
-                stream.flush()
-            except (OSError, ValueError):
-                return  # the helper is gone: the reader reports it
+        try:
+            while (message := self.outbox.get()) is not None:
+                self.ready.wait()
+                if self.closed:
+                    break
+                put(stream, message)
+        except (OSError, ValueError):
+            pass  # the helper is gone: the reader reports it
+        finally:
+            with contextlib.suppress(OSError, ValueError):
+                stream.close()  # the helper's end of input: it exits
 
     def _read(self) -> None:
         stream = self.process.stdout
         assert stream is not None
         try:
-            if pickle.load(stream) != HELLO:
+            if get(stream) != HELLO:
                 raise ValueError("it does not speak the planner's protocol")
             self.ready.set()
             while True:
-                answer = pickle.load(stream)
+                answer = get(stream)
                 if not (isinstance(answer, tuple) and len(answer) == 4 and isinstance(answer[3], list)):
                     raise ValueError(f"unexpected answer {type(answer).__name__}")
                 self.answers.put(answer)
         except Exception as exc:  # EOF (the helper exited), or not our helper
             self.answers.put(_Failed(f"{type(exc).__name__}: {exc}"))
 
-    def close(self) -> None:
-        """Stop the helper: it exits when its input closes, or is killed."""
+    def close(self, *, kill: bool = False) -> None:
+        """Stop the helper: it exits when the writer has closed its input, or is killed (at once
+        with ``kill``, else after ``EXIT_WAIT_S``), so no thread waits on it for ever."""
         self.closed = True
         self.outbox.put(None)
-        self.ready.set()  # a writer still waiting for HELLO returns
-        try:
-            if self.process.stdin is not None:
-                self.process.stdin.close()
-        except OSError:
-            pass
+        self.ready.set()  # a writer still waiting for HELLO goes on to its end
+        if kill:
+            self.process.kill()
         try:
             self.process.wait(EXIT_WAIT_S)
         except subprocess.TimeoutExpired:
-            self.process.kill()
+            self.process.kill()  # a blocked writer or reader then sees the pipe closed
             self.process.wait()
 
 
@@ -277,13 +282,14 @@ class Helper:
         if self.broken is None:
             self.broken = reason
             LOG.warning("the bulk link planner helper %s; batches plan their links in process", reason)
-        self.close()
+        self.close(kill=True)
 
-    def close(self) -> None:
-        """Stop the helper, if one runs; idempotent (a later large batch starts another)."""
+    def close(self, *, kill: bool = False) -> None:
+        """Stop the helper, if one runs (``kill``: without waiting for it to exit); idempotent (a
+        later large batch starts another)."""
         link, self._link = self._link, None
         if link is not None:
-            link.close()
+            link.close(kill=kill)
 
 
 class _HelperPlanner:
@@ -396,11 +402,11 @@ def usable_cores() -> int:
 def serve(source: IO[bytes], sink: IO[bytes]) -> None:
     """The helper's loop: answer each message read from ``source`` on ``sink``."""
     gc.disable()  # it makes sketches, edges and rows, none of them in a cycle
-    _send(sink, HELLO)
+    put(sink, HELLO)
     sketches: dict[str, MemorySketch] = {}
     while True:
         try:
-            message: Prepare | Chunk = pickle.load(source)
+            message: Prepare | Chunk = get(source)
         except EOFError:
             return
         if message[0] == "prepare":  # a new batch: the last one's sketches are not needed any more
@@ -408,7 +414,7 @@ def serve(source: IO[bytes], sink: IO[bytes]) -> None:
             sketches.clear()
             for chunk, start in enumerate(range(0, len(contents), CHUNK)):
                 items = [entity_inputs(content) for content in contents[start : start + CHUNK]]
-                _send(sink, ("prepared", batch, chunk, items))
+                put(sink, ("prepared", batch, chunk, items))
             continue
         _, batch, chunk, fresh, writes = cast(Chunk, message)
         for fields in fresh:
@@ -417,12 +423,30 @@ def serve(source: IO[bytes], sink: IO[bytes]) -> None:
         for ids, at, counts in writes:
             found = [sketches[memory_id] for memory_id in ids]
             plans.append(plan(found[0], found[1:], at, counts))
-        _send(sink, ("planned", batch, chunk, plans))
+        put(sink, ("planned", batch, chunk, plans))
 
 
-def _send(sink: IO[bytes], message: object) -> None:
-    pickle.dump(message, sink, protocol=pickle.HIGHEST_PROTOCOL)
-    sink.flush()
+def put(stream: IO[bytes], message: object) -> None:
+    """Write one message: its pickle's length (8 bytes, little-endian), then the pickle. Each side
+    reads whole messages with :func:`get`, so no unpickler ever reads ahead into the pipe."""
+    data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(len(data).to_bytes(8, "little") + data)
+    stream.flush()
+
+
+def get(stream: IO[bytes]) -> Any:
+    """Read one message written by :func:`put`; ``EOFError`` at the end of the stream (or inside a
+    message: the other side died while writing it)."""
+    header = stream.read(8)
+    if len(header) < 8:
+        raise EOFError("the other side closed the pipe")
+    size = int.from_bytes(header, "little")
+    if size > MAX_MESSAGE:
+        raise ValueError(f"a message of {size} bytes: not the planner's protocol")
+    data = stream.read(size)
+    if len(data) < size:
+        raise EOFError("the other side closed the pipe inside a message")
+    return pickle.loads(data)
 
 
 def main() -> None:
