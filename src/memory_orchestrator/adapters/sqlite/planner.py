@@ -10,10 +10,11 @@ text alone decides them); a write whose answer is not in yet reads its own.
 
 The helper is a Python process running :func:`main`, started at the first large batch and kept
 until the backend closes; it imports this package from where the parent found it, so both run the
-same code. The batch sends it chunks of writes over a pipe (pickled: a sketch once per batch, then
-its id) and a thread of the parent reads the answers as they come, so neither side waits on a full
-pipe. The parent keeps every write's inputs until the answers are in: when the helper cannot start,
-dies or answers nonsense, the batch plans what is left itself and says so in the log. Either way a
+same code. The batch sends it chunks of writes over a pipe (length-framed pickles: a sketch once
+per batch, then its id) through a writer thread, and a reader thread takes the answers as they come,
+so the batch never waits on a full pipe. The parent keeps every write's inputs until the answers are
+in: when the helper cannot start, dies, stops reading, answers nonsense or is silent for
+``ANSWER_WAIT_S``, the batch kills it, plans what is left itself and says so in the log. Either way a
 write's edges are the ones ``plan_links`` gives in the parent (``tests/unit/test_sqlite_bulk.py``
 compares stored rows with and without the helper, and with a helper killed mid-batch).
 """
@@ -49,7 +50,8 @@ HELPER_MIN_BATCH = 256
 CHUNK = 64
 #: Seconds the helper gets to exit when the backend closes before it is killed.
 EXIT_WAIT_S = 2.0
-#: Bytes a message may have (a batch's texts are at most 2,000 x 8 KiB): more is not our helper.
+#: Bytes a message may have: an import's batch of 2,000 texts of at most 8 KB is 16 MB; a length
+#: beyond this is no helper's (a single batch that large would plan in process, with a warning).
 MAX_MESSAGE = 1 << 28
 #: Seconds a batch waits for one answer (a chunk takes milliseconds) before it gives the helper up
 #: and plans the rest itself: a helper that hangs never hangs an import.
