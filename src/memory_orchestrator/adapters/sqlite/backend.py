@@ -7,7 +7,6 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from datetime import datetime
@@ -21,7 +20,7 @@ from memory_orchestrator.adapters.sqlite import vectors as vector_rows
 from memory_orchestrator.adapters.sqlite.batch import Batch, collector_paused, finish
 from memory_orchestrator.adapters.sqlite.batch_view import BatchView
 from memory_orchestrator.adapters.sqlite.health import health_report
-from memory_orchestrator.adapters.sqlite.planner import EntityInputs, Helper, entity_inputs
+from memory_orchestrator.adapters.sqlite.planner import EntityInputs, Helper, entity_inputs, plan
 from memory_orchestrator.adapters.sqlite.records import active_records, select_records
 from memory_orchestrator.adapters.sqlite.rows import MEMORY_COLUMNS, stamp
 from memory_orchestrator.adapters.sqlite.schema import SCHEMA_VERSION, migrate, schema_version
@@ -53,7 +52,7 @@ from memory_orchestrator.ports import (
     ensure_utc,
     parse_timestamp,
 )
-from memory_orchestrator.ports.autolinks import MemorySketch, entities_for, plan_links, sketch
+from memory_orchestrator.ports.autolinks import MemorySketch, entities_for, sketch
 from memory_orchestrator.ports.commit_counter import CommitCounter
 from memory_orchestrator.ports.recall import fuse_recall
 from memory_orchestrator.ports.text import (
@@ -231,7 +230,8 @@ class SqliteBackend(AsyncLifecycle):
             self._version = None
         if self._bulk is not None:
             await asyncio.to_thread(self._close_bulk)
-        await asyncio.to_thread(self._helper.close)
+        if self._helper.process is not None:
+            await asyncio.to_thread(self._helper.close)
         self._rowids = writes.RowIds()  # reopened, the path may name another file
         if db is not None:
             await db.close()
@@ -381,14 +381,17 @@ class SqliteBackend(AsyncLifecycle):
         """Store one new memory and its automatic edges."""
         tokens, read = tokenize(memory.content), entity_inputs(memory.content)
         now, record, new, others, counts = await self._linking(db, memory, None, tokens, read)
-        edges, candidates = plan_links(new, others, at=now, entity_counts=counts)
+        planned = plan(new, others, now, counts)  # what a batch's planner gives each of its writes
         await writes.insert_memory(db, record, digest, memory.dedup, tokens=tokens)
-        await graph.insert_edges(db, edges)
+        await graph.insert_rows(db, planned.rows)
         await writes.log_change(db, ChangeKind.ADDED, record.id, stamp(now))
         self._sketches.put(new)
-        created = Counter(edge.type._value_ for edge in edges)  # not the slower .value property
         return WriteResult(
-            record.id, WriteAction.ADDED, candidates=candidates, edges_created=created, record=record
+            record.id,
+            WriteAction.ADDED,
+            candidates=planned.candidates,
+            edges_created=planned.created,
+            record=record,
         )
 
     async def _insert_deferred(

@@ -45,14 +45,10 @@ def _edge_row(edge: Edge) -> EdgeRow:
     return (edge.source, edge.target, edge.type.value, edge.weight, as_json(dict(edge.metadata)), created)
 
 
-async def insert_edges(db: aiosqlite.Connection, edges: Sequence[Edge]) -> None:
-    """Insert the automatic edges of a brand-new memory (no reverse rows can exist yet)."""
-    await insert_rows(db, edge_rows(edges))
-
-
 async def insert_rows(db: aiosqlite.Connection, rows: list[EdgeRow], *, in_key_order: bool = False) -> None:
-    """Insert automatic edges as :func:`edge_rows` gives them; with ``in_key_order`` (a batch's edges)
-    in primary-key order, so the B-tree inserts are sequential."""
+    """Insert the automatic edges of brand-new memories (no reverse rows can exist yet) as
+    :func:`edge_rows` gives them; with ``in_key_order`` (a batch's edges) in primary-key order, so the
+    B-tree inserts are sequential."""
     if in_key_order:
         # a stable sort of plain tuples: edges with one key keep their order (the last one stays)
         rows.sort(key=itemgetter(0, 1, 2))
