@@ -166,7 +166,13 @@ def corpus() -> list[NewMemory]:
 
 
 @pytest.mark.anyio
-async def test_batches_store_what_one_write_at_a_time_stores(tmp_path: Path) -> None:
+@pytest.mark.parametrize("helper", [False, True], ids=["in process", "helper"])
+async def test_batches_store_what_one_write_at_a_time_stores(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, helper: bool
+) -> None:
+    if helper:  # every batch plans in the helper process, whatever its size and the machine's cores
+        monkeypatch.setattr(planner, "HELPER_MIN_BATCH", 1)
+        monkeypatch.setattr(planner, "usable_cores", lambda: 2)
     memories = corpus()
     cuts = [0, 90, 180, len(memories)]
     one, many = tmp_path / "one.db", tmp_path / "many.db"
@@ -180,6 +186,8 @@ async def test_batches_store_what_one_write_at_a_time_stores(tmp_path: Path) -> 
         for start, end in pairwise(cuts):
             bulk += await backend.remember_many(memories[start:end])
             await backend.forget(bulk[start + 5].id)
+    # through the helper, it planned every chunk of every batch (64 writes a chunk, and a batch's last)
+    assert backend._helper.broken is None and backend._helper.answered == (6 if helper else 0)
     assert [r.action for r in bulk] == [r.action for r in singles]
     skipped = [i for i, r in enumerate(bulk) if r.action is WriteAction.SKIPPED]
     assert len(skipped) >= 3
@@ -471,22 +479,6 @@ def stored(path: Path, results: list[WriteResult]) -> tuple[object, ...]:
         for r in results
     ]
     return answered, snapshot(path, ids), indexes(path, ids)
-
-
-@pytest.mark.anyio
-@pytest.mark.usefixtures("helper_planning")
-async def test_batches_planned_by_the_helper_store_what_one_write_at_a_time_stores(tmp_path: Path) -> None:
-    memories = corpus()
-    cuts = [0, 90, 180, len(memories)]
-    singles = []
-    async with SqliteBackend(tmp_path / "one.db", clock=FixedClock(T0)) as backend:
-        for start, end in pairwise(cuts):
-            singles += [await backend.remember(memory) for memory in memories[start:end]]
-            await backend.forget(singles[start + 5].id)
-    bulk, helper = await bulk_in_batches(tmp_path / "many.db", memories, cuts)
-    # the helper planned every chunk of every batch (64 writes a chunk, and a batch's last)
-    assert helper.broken is None and helper.answered == 6
-    assert stored(tmp_path / "many.db", bulk) == stored(tmp_path / "one.db", singles)
 
 
 @pytest.mark.anyio
