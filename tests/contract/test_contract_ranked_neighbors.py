@@ -106,3 +106,73 @@ async def test_the_ranked_hop_reaches_what_the_plain_hop_reaches(ranked_backend:
                 plain = await walk(PlainNeighbors(backend), seeds, intent, config)
                 assert ranked == plain, (intent, fanout, query.query)
                 assert ranked  # the walk reached something, so the comparison says something
+
+
+class Counted:
+    """The same store counting the neighbours its ranked hops return; ``floors=False`` hides its
+    ``neighbor_floors`` (the walk then passes none)."""
+
+    def __init__(self, backend: MemoryBackend, *, floors: bool) -> None:
+        self._backend, self._floors, self.returned = backend, floors, 0
+
+    async def strongest_neighbors(self, ids: Any, **options: Any) -> Any:
+        assert ("floors" in options) == self._floors
+        found = await self._backend.strongest_neighbors(ids, **options)  # type: ignore[attr-defined]
+        self.returned += len(found)
+        return found
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._backend, name)
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return replace(self._backend.capabilities, neighbor_floors=self._floors)
+
+
+def outcome_of(outcome: Any) -> tuple[Any, ...]:
+    """Everything a walk decided but the drops it recorded (in order: the trace keeps it)."""
+    added = [
+        (c.memory_id, c.inherited, c.proximity, c.seed_id, tuple((s.from_id, s.to_id) for s in c.path))
+        for c in outcome.added
+    ]
+    reached = [(d["hop"], d["frontier"], d["reached"]) for d in outcome.decisions]
+    return added, reached, outcome.warnings
+
+
+@pytest.mark.anyio
+async def test_floors_leave_out_only_what_the_walk_cannot_use(ranked_backend: MemoryBackend) -> None:
+    backend = ranked_backend
+    dataset = synthetic_dataset(400, queries=8, seed=5)
+    await ingest(backend, dataset)
+    assert backend.capabilities.neighbor_floors
+    fewer = 0
+    for intent in (Intent.GENERAL, Intent.ENTITY, Intent.WHEN):
+        for fanout in (3, 12):
+            config = PipelineConfig(expansion=ExpansionLimits(max_fanout=fanout), stage_timeout_s=30.0)
+            weights = relative_edge_weights(DEFAULT_EDGE_WEIGHTS, intent, config.allowed_edge_types)
+            for query in dataset.queries:
+                hits = await backend.search(query.query, limit=8, now=NOW)
+                walks = []
+                for floors in (True, False):
+                    seeds = [
+                        Candidate(hit.record, relevance=1.0 / (rank + 1)) for rank, hit in enumerate(hits)
+                    ]
+                    counted = Counted(backend, floors=floors)
+                    outcome = await expand(
+                        counted,  # type: ignore[arg-type]
+                        seeds,
+                        {seed.memory_id: seed for seed in seeds},
+                        weights=weights,
+                        hops=2,
+                        filters=Filters(),
+                        now=NOW,
+                        config=config,
+                        intent=intent,
+                    )
+                    walks.append((outcome_of(outcome), counted.returned))
+                (floored, loaded), (plain, everything) = walks
+                assert floored == plain, (intent, fanout, query.query)
+                assert floored[0]  # the walk reached something
+                assert loaded <= everything
+                fewer += loaded < everything
+    assert fewer  # the floors left something out

@@ -6,7 +6,9 @@ hop_decay``, further divided among siblings (the j-th strongest neighbour of a n
 ``1 / (1 + sibling_decay * j)``). So expansion adds the neighbours of strong hits with a score below
 their seed's, never a weak memory on its own lexical merit. A hub guard keeps at most ``max_fanout``
 neighbours per node and records what was cut; hops, beam width and a visit cap bound the walk, and
-the stage timeout stops it with what was found so far.
+the stage timeout stops it with what was found so far. A store that ranks hops (``RankedNeighbors``)
+never returns neighbours too weak to pass for their parent at their rank (``_floors``): they cannot
+change the walk, and their drops are not recorded.
 
 A walk that seeks causes (a WHY question) reads causal edges by their direction: a step from an
 effect to its cause (the edge's source) passes the parent's share times the edge's weight, with no hop
@@ -26,7 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from memory_orchestrator.domain.candidates import Candidate
-from memory_orchestrator.domain.config import PipelineConfig
+from memory_orchestrator.domain.config import ExpansionLimits, PipelineConfig
 from memory_orchestrator.domain.deadlines import within
 from memory_orchestrator.domain.results import PathStep
 from memory_orchestrator.domain.retrieval import exclusion, native_filters
@@ -37,6 +39,7 @@ from memory_orchestrator.ports import (
     Intent,
     MemoryBackend,
     Neighbor,
+    NeighborFloors,
     RankedNeighbors,
 )
 
@@ -152,9 +155,10 @@ class _Walk:
                 beam += await _replacements(
                     self.backend, beam, self.pool, step, self.visited, self.outcome, when, replacements
                 )
-            frontier = [state.candidate.memory_id for state in beam]
+            # each parent's share as _extend reads it (a memory twice in the beam: its last state)
+            shares = {state.candidate.memory_id: state.share for state in beam}
             walk = (self.native, self.deadline, self.outcome)
-            neighbours = await _one_hop(self.backend, frontier, step, *walk, hop)
+            neighbours = await _one_hop(self.backend, shares, step, *walk, hop)
             if neighbours is None:
                 return []
             reached = _extend(beam, neighbours, self.pool, step, self.outcome, hop)
@@ -178,7 +182,7 @@ def _current_share(seeds: Sequence[Candidate]) -> float:
 
 async def _one_hop(
     backend: MemoryBackend,
-    frontier: list[str],
+    shares: Mapping[str, float],
     step: _Step,
     native: Filters,
     deadline: float,
@@ -190,6 +194,7 @@ async def _one_hop(
         outcome.warnings.append(f"expansion stopped before hop {hop}: stage time limit reached")
         return None
     weights, limits = step.weights, step.config.expansion
+    frontier = list(shares)
     limit = min(limits.max_visited, max(1, len(frontier) * limits.max_fanout * len(weights)))
     outcome.neighbor_calls += 1
     # A walk to causes ranks a step to a cause above its edge strength (no hop decay), which neither
@@ -201,7 +206,9 @@ async def _one_hop(
     if ranked and isinstance(backend, RankedNeighbors):
         # The store ranks, caps and floors the hop: per origin the hub guard's share plus the few
         # memories of the walk's own path (skipped below, so they must not take a slot), and no
-        # edge too weak for even a full-share parent to pass the path-score floor.
+        # edge too weak for even a full-share parent to pass the path-score floor; where it can, no
+        # edge too weak for its own parent at its rank either (_floors).
+        floors = _floors(shares, limits, hop) if backend.capabilities.neighbor_floors else None
         call = backend.strongest_neighbors(
             frontier,
             weights=weights,
@@ -209,6 +216,7 @@ async def _one_hop(
             min_strength=limits.min_path_score / limits.hop_decay if limits.hop_decay > 0 else 0.0,
             limit=limit,
             filters=native,
+            **({} if floors is None else {"floors": floors}),
         )
     else:
         call = backend.neighbors(frontier, edge_types=tuple(weights), hops=1, limit=limit, filters=native)
@@ -218,6 +226,23 @@ async def _one_hop(
         kind = "timed out" if isinstance(exc, TimeoutError) else f"failed ({type(exc).__name__})"
         outcome.warnings.append(f"expansion hop {hop} {kind}; results without further expansion")
         return None
+
+
+def _floors(shares: Mapping[str, float], limits: ExpansionLimits, hop: int) -> NeighborFloors | None:
+    """What a ranked hop's neighbours need for ``_reach`` to keep them: a neighbour of parent ``p``
+    at rank ``r`` among its siblings passes only if ``share(p) * strength * hop_decay / (1 +
+    sibling_decay * r) >= min_path_score``. Its rank is at least its position among ``p``'s
+    neighbours in the same order less the ``hop`` (slack) memories of ``p``'s own path that
+    ``_extend`` skips, so the floor ``min_path_score / (hop_decay * share(p))`` grows with the
+    position past the slack (lowered by a billionth: rounding never leaves out one that passes).
+    What it leaves out sorts after every sibling that passes, so no rank and nothing the walk reaches
+    changes (nor the order it meets the parents in: ``NeighborFloors`` keeps each origin's first
+    entries); only the drops it would record for them."""
+    if limits.hop_decay <= 0 or limits.sibling_decay < 0:
+        return None
+    need = limits.min_path_score * (1.0 - 1e-9) / limits.hop_decay
+    base = {parent: need / share for parent, share in shares.items() if share > 0}
+    return NeighborFloors(base, growth=limits.sibling_decay, slack=hop, scale=limits.hop_decay)
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from memory_orchestrator.ports.records import (
     Hit,
     MemoryRecord,
     Neighbor,
+    NeighborFloors,
     NewMemory,
     RecallQuery,
     WriteResult,
@@ -155,6 +156,7 @@ class RankedNeighbors(Protocol):
         min_strength: float,
         limit: int,
         filters: Filters = Filters(),
+        floors: NeighborFloors | None = None,
     ) -> list[Neighbor]:
         """One hop of ``neighbors`` over the edge types in ``weights``, ranked in the store.
 
@@ -162,7 +164,9 @@ class RankedNeighbors(Protocol):
         and type, from its strongest origin), then: per (origin, memory) only the strongest entry,
         strength being ``weights[type] * edge weight`` (clamped to 0..1); entries weaker than
         ``min_strength`` left out; at most ``per_source`` memories per origin, strongest first, ties
-        by id. So a graph walk loads only what it can use, even around hub memories."""
+        by id. So a graph walk loads only what it can use, even around hub memories. A backend whose
+        ``capabilities.neighbor_floors`` is true also takes ``floors`` (``NeighborFloors``): the
+        floors a walk sets per origin, from the origin's share and the entry's rank."""
         ...
 
 

@@ -6,11 +6,14 @@ records stay immutable; mappings (``metadata``, ``signals``) are excluded from h
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from types import MappingProxyType
+from typing import TypeVar
+
+_T = TypeVar("_T")
 
 
 class EdgeType(StrEnum):
@@ -244,6 +247,50 @@ class Neighbor:
 
 
 @dataclass(frozen=True, slots=True)
+class NeighborFloors:
+    """What a graph walk can use of one ranked hop (``RankedNeighbors.strongest_neighbors``).
+
+    Per origin its entries are ordered by ``scale`` times their strength (strongest first, ties by
+    the reached memory's id); the one at position ``k`` (from 0) is left out when its strength is
+    below ``base[origin] * (1 + growth * max(0, k - slack))``, unless it is among the origin's first
+    ``slack + 1`` entries in the order the hop returns them (a walk meets the origins in that order).
+    An origin missing from ``base`` keeps every entry. The floors apply after the hop's ``limit``,
+    so what is left is what the hop returns without them, less the weak entries."""
+
+    base: Mapping[str, float]
+    growth: float = 0.0
+    slack: int = 0
+    scale: float = 1.0
+
+    def keep(
+        self,
+        entries: Sequence[_T],
+        origin: Callable[[_T], str],
+        reached: Callable[[_T], str],
+        strength: Callable[[_T], float],
+    ) -> list[_T]:
+        """``entries`` (in the hop's order) less those below their origin's floor."""
+        scale, strengths = self.scale, [strength(entry) for entry in entries]
+        ranked = sorted(range(len(entries)), key=lambda at: (-(strengths[at] * scale), reached(entries[at])))
+        positions: dict[int, int] = {}
+        counts: dict[str, int] = {}
+        for at in ranked:
+            key = origin(entries[at])
+            positions[at] = counts.get(key, 0)
+            counts[key] = positions[at] + 1
+        met: dict[str, int] = {}
+        kept = []
+        for at, entry in enumerate(entries):
+            key = origin(entry)
+            seen = met[key] = met.get(key, 0) + 1
+            base = self.base.get(key)
+            floor = 0.0 if base is None else base * (1.0 + self.growth * max(0, positions[at] - self.slack))
+            if seen <= self.slack + 1 or strengths[at] >= floor:
+                kept.append(entry)
+        return kept
+
+
+@dataclass(frozen=True, slots=True)
 class LinkCandidate:
     """An existing memory a write could be linked to; the agent may confirm it with ``link``."""
 
@@ -331,3 +378,5 @@ class Capabilities:
     bulk_batch: int = 250
     #: ``strongest_neighbors`` ranks, caps and floors one hop in the store (see ``RankedNeighbors``).
     ranked_neighbors: bool = False
+    #: ... and takes ``floors`` (``NeighborFloors``): what a graph walk cannot use is never loaded.
+    neighbor_floors: bool = False

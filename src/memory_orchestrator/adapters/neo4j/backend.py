@@ -34,6 +34,7 @@ from memory_orchestrator.ports import (
     Hit,
     MemoryRecord,
     Neighbor,
+    NeighborFloors,
     NewMemory,
     RecallQuery,
     WriteResult,
@@ -74,7 +75,13 @@ class Neo4jBackend(AsyncLifecycle):
     def capabilities(self) -> Capabilities:
         """Native keyword (Lucene) search, recall, neighbours ranked in the store, filters, change log,
         a batch of writes in one transaction; no vectors."""
-        return Capabilities(vector_search=False, intent_recall=False, bulk_writes=True, ranked_neighbors=True)
+        return Capabilities(
+            vector_search=False,
+            intent_recall=False,
+            bulk_writes=True,
+            ranked_neighbors=True,
+            neighbor_floors=True,
+        )
 
     async def open(self) -> None:
         """Connect and create the schema (idempotent)."""
@@ -203,8 +210,10 @@ class Neo4jBackend(AsyncLifecycle):
         min_strength: float,
         limit: int,
         filters: Filters = Filters(),
+        floors: NeighborFloors | None = None,
     ) -> list[Neighbor]:
-        """One hop ranked, capped per origin and floored in Cypher (``ports.RankedNeighbors``)."""
+        """One hop ranked, capped per origin and floored in Cypher (``ports.RankedNeighbors``); the
+        walk's ``floors`` before any record is built."""
         validate_limit(limit)
         validate_limit(per_source, name="per_source")
         relationship = cypher.RELATIONSHIP_TYPES
@@ -222,6 +231,13 @@ class Neo4jBackend(AsyncLifecycle):
             min_strength=float(min_strength),
             limit=limit,
         )
+        if floors is not None:
+            rows = floors.keep(
+                rows,
+                origin=lambda row: str(row["from_id"]),
+                reached=lambda row: str(row["m"]["id"]),
+                strength=lambda row: strengths[row["type"]] * min(max(float(row["weight"]), 0.0), 1.0),
+            )
         return [Neighbor(record_from_node(row["m"]), edge_from_row(row), row["from_id"], 1) for row in rows]
 
     async def get(self, ids: Sequence[str]) -> list[MemoryRecord]:

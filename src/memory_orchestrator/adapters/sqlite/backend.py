@@ -41,6 +41,7 @@ from memory_orchestrator.ports import (
     Hit,
     MemoryRecord,
     Neighbor,
+    NeighborFloors,
     NewMemory,
     NotFound,
     OrchestratorError,
@@ -89,7 +90,12 @@ BULK_WAL_PAGES = 16384
 BULK_BATCH = 2000
 #: What every SQLite store can do (see ``SqliteBackend.capabilities``).
 _CAPABILITIES = Capabilities(
-    vector_search=True, intent_recall=False, bulk_writes=True, bulk_batch=BULK_BATCH, ranked_neighbors=True
+    vector_search=True,
+    intent_recall=False,
+    bulk_writes=True,
+    bulk_batch=BULK_BATCH,
+    ranked_neighbors=True,
+    neighbor_floors=True,
 )
 
 
@@ -579,12 +585,14 @@ class SqliteBackend(AsyncLifecycle):
         min_strength: float,
         limit: int,
         filters: Filters = Filters(),
+        floors: NeighborFloors | None = None,
     ) -> list[Neighbor]:
-        """One hop ranked, capped per origin and floored in SQL (``ports.RankedNeighbors``)."""
+        """One hop ranked, capped per origin and floored in SQL (``ports.RankedNeighbors``); the walk's
+        ``floors`` before any memory is read."""
         validate_limit(limit)
         validate_limit(per_source, name="per_source")
         ranking = graph.Ranking(
-            {EdgeType(k).value: float(v) for k, v in weights.items()}, per_source, min_strength
+            {EdgeType(k).value: float(v) for k, v in weights.items()}, per_source, min_strength, floors
         )
         with self._translated("strongest_neighbors"):
             return await graph.strongest(self.db, list(ids), ranking, limit, filters)

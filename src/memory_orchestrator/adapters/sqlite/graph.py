@@ -19,7 +19,7 @@ from memory_orchestrator.adapters.sqlite.rows import (
     stamp,
     visible_clause,
 )
-from memory_orchestrator.ports import Edge, EdgeType, Filters, Neighbor
+from memory_orchestrator.ports import Edge, EdgeType, Filters, Neighbor, NeighborFloors
 
 #: An edge as stored: ``(source_id, target_id, type, weight, metadata, created_at)``.
 EdgeRow = tuple[str, str, str, float, str, str]
@@ -98,6 +98,12 @@ class Ranking:
     weights: Mapping[str, float]
     per_source: int
     min_strength: float
+    #: A walk's floors per origin (``ports.NeighborFloors``), applied after the ``limit`` cut.
+    floors: NeighborFloors | None = None
+
+    def strength(self, row: Reach) -> float:
+        """The entry's type weight times its edge weight clamped to 0..1 (0 for a type not followed)."""
+        return self.weights.get(row[2], 0.0) * min(max(row[3], 0.0), 1.0)
 
 
 #: One edge reaching a memory: ``(source_id, target_id, type, weight, origin, other)``, where
@@ -162,7 +168,12 @@ def _winners(rows: list[Reach], visited: set[str], limit: int, ranking: Ranking 
             best[key] = row
     chosen = list(best.values()) if ranking is None else _strongest_per_origin(best.values(), ranking)
     chosen.sort(key=lambda row: (-row[3], row[5], row[2]))
-    return chosen[:limit]
+    if ranking is None or ranking.floors is None:
+        return chosen[:limit]
+    return ranking.floors.keep(chosen[:limit], _ORIGIN, _REACHED, ranking.strength)
+
+
+_ORIGIN, _REACHED = itemgetter(4), itemgetter(5)
 
 
 def _strongest_per_origin(rows: Iterable[Reach], ranking: Ranking) -> list[Reach]:
@@ -170,10 +181,9 @@ def _strongest_per_origin(rows: Iterable[Reach], ranking: Ranking) -> list[Reach
     the heaviest, then the first type) of strength ``min_strength`` or more."""
     picked: dict[tuple[str, str], tuple[float, Reach]] = {}
     for row in rows:
-        weight = ranking.weights.get(row[2])
-        if weight is None:
+        if row[2] not in ranking.weights:
             continue
-        strength = weight * min(max(row[3], 0.0), 1.0)
+        strength = ranking.strength(row)
         key = (row[4], row[5])
         current = picked.get(key)
         if current is None or (-strength, -row[3], row[2]) < (-current[0], -current[1][3], current[1][2]):
