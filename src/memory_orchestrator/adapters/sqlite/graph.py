@@ -20,6 +20,7 @@ from memory_orchestrator.adapters.sqlite.rows import (
     visible_clause,
 )
 from memory_orchestrator.ports import Edge, EdgeType, Filters, Neighbor, NeighborFloors
+from memory_orchestrator.ports.records import reached_neighbor
 
 #: An edge as stored: ``(source_id, target_id, type, weight, metadata, created_at)``.
 EdgeRow = tuple[str, str, str, float, str, str]
@@ -215,7 +216,7 @@ async def _neighbours_of(db: aiosqlite.Connection, winners: list[Reach], hop: in
     replaced = await superseders(db, (row[edge_width] for row in rows))
     origins = {(row[0], row[1], row[2]): row[4] for row in winners}
     return [
-        Neighbor(
+        reached_neighbor(
             record_from_row(row[edge_width:], replaced.get(row[edge_width], ())),
             edge_from_row(row[:edge_width]),
             origins[(row[0], row[1], row[2])],

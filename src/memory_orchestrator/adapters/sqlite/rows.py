@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
+from types import MappingProxyType
 from typing import Any
 
 from memory_orchestrator.ports import Edge, EdgeType, Filters, MemoryRecord, ensure_utc, parse_timestamp
 from memory_orchestrator.ports.clock import EARLIEST, LATEST
-from memory_orchestrator.ports.records import EMPTY_MAPPING
+from memory_orchestrator.ports.records import EMPTY_MAPPING, automatic_edge, stored_record
 
 #: The columns every memory query selects, in :func:`record_from_row` order.
 MEMORY_COLUMNS = (
@@ -72,7 +73,7 @@ def record_from_row(row: Sequence[Any], superseded_by: Sequence[str] = ()) -> Me
     key, content, category, importance, tags, entities, source, metadata, created, updated = _fields(
         tuple(row)
     )
-    return MemoryRecord(
+    return stored_record(
         key,
         content,
         created,
@@ -106,20 +107,31 @@ def _fields(row: tuple[Any, ...]) -> tuple[Any, ...]:
 
 
 def edge_from_row(row: Sequence[Any]) -> Edge:
-    """An ``Edge`` from a row selected with :data:`EDGE_COLUMNS` (timestamps parsed once per text)."""
-    return Edge(
-        row[0],
-        row[1],
-        _EDGE_TYPES[row[2]],
-        float(row[3]),
-        EMPTY_MAPPING if row[4] in _NO_METADATA else json.loads(row[4]),
-        _moment(row[5]),
-    )
+    """An ``Edge`` from a row selected with :data:`EDGE_COLUMNS` (timestamps and metadata texts
+    decoded once per text)."""
+    text = row[4]
+    if text in _NO_METADATA:
+        metadata: Mapping[str, str] = EMPTY_MAPPING
+    else:
+        items = _metadata_items(text)
+        metadata = json.loads(text) if items is None else MappingProxyType(dict(items))
+    return automatic_edge(row[0], row[1], _EDGE_TYPES[row[2]], float(row[3]), metadata, _moment(row[5]))
 
 
 #: Timestamp text -> datetime (neither is tracked by the cycle collector). Edges are seldom read twice
 #: (a record cache for them hit 15% of the time), but their creation times repeat: a write's edges share one.
-_moment = lru_cache(maxsize=ROW_CACHE)(parse_timestamp)
+_moment = lru_cache(maxsize=ROW_CACHE)(parse_stamp)
+
+
+@lru_cache(maxsize=1024)
+def _metadata_items(text: str) -> tuple[tuple[str, str], ...] | None:
+    # An edge's metadata as pairs of texts (None when a value is not text: decoded per edge, so no
+    # edge shares a mutable value); automatic edges repeat a few hundred texts ("sub_type", the
+    # shared entity, the overlap). Pairs of texts: nothing for the cycle collector to walk.
+    decoded = json.loads(text)
+    if not isinstance(decoded, dict) or not all(isinstance(value, str) for value in decoded.values()):
+        return None
+    return tuple(decoded.items())
 
 
 #: ``json.dumps`` with options builds a new encoder per call; a write formats several columns.
