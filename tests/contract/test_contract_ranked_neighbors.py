@@ -4,7 +4,7 @@ exactly what it reaches when it loads every neighbour and ranks them itself."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -62,6 +62,17 @@ async def walk(backend: Any, seeds: list[Candidate], intent: Intent, config: Pip
     )
 
 
+def walks(*intents: Intent) -> Iterator[tuple[Intent, int, PipelineConfig]]:
+    """Each intent with a narrow and a wide hub guard."""
+    for intent in intents:
+        for fanout in (3, 12):
+            yield (
+                intent,
+                fanout,
+                PipelineConfig(expansion=ExpansionLimits(max_fanout=fanout), stage_timeout_s=30.0),
+            )
+
+
 RANKED = [
     pytest.param("sqlite", id="sqlite"),
     pytest.param("neo4j", id="neo4j", marks=pytest.mark.integration),
@@ -94,18 +105,16 @@ async def test_the_ranked_hop_reaches_what_the_plain_hop_reaches(ranked_backend:
     dataset = synthetic_dataset(400, queries=5, seed=3)
     await ingest(backend, dataset)
     assert backend.capabilities.ranked_neighbors
-    for intent in (Intent.GENERAL, Intent.WHY, Intent.ENTITY):
-        for fanout in (3, 12):
-            config = PipelineConfig(expansion=ExpansionLimits(max_fanout=fanout), stage_timeout_s=30.0)
-            for query in dataset.queries:
-                hits = await backend.search(query.query, limit=8, now=NOW)
-                seeds = [Candidate(hit.record, relevance=1.0 / (rank + 1)) for rank, hit in enumerate(hits)]
-                ranked = await walk(
-                    backend, [Candidate(s.record, relevance=s.relevance) for s in seeds], intent, config
-                )
-                plain = await walk(PlainNeighbors(backend), seeds, intent, config)
-                assert ranked == plain, (intent, fanout, query.query)
-                assert ranked  # the walk reached something, so the comparison says something
+    for intent, fanout, config in walks(Intent.GENERAL, Intent.WHY, Intent.ENTITY):
+        for query in dataset.queries:
+            hits = await backend.search(query.query, limit=8, now=NOW)
+            seeds = [Candidate(hit.record, relevance=1.0 / (rank + 1)) for rank, hit in enumerate(hits)]
+            ranked = await walk(
+                backend, [Candidate(s.record, relevance=s.relevance) for s in seeds], intent, config
+            )
+            plain = await walk(PlainNeighbors(backend), seeds, intent, config)
+            assert ranked == plain, (intent, fanout, query.query)
+            assert ranked  # the walk reached something, so the comparison says something
 
 
 class Counted:
@@ -146,33 +155,29 @@ async def test_floors_leave_out_only_what_the_walk_cannot_use(ranked_backend: Me
     await ingest(backend, dataset)
     assert backend.capabilities.neighbor_floors
     fewer = 0
-    for intent in (Intent.GENERAL, Intent.ENTITY, Intent.WHEN):
-        for fanout in (3, 12):
-            config = PipelineConfig(expansion=ExpansionLimits(max_fanout=fanout), stage_timeout_s=30.0)
-            weights = relative_edge_weights(DEFAULT_EDGE_WEIGHTS, intent, config.allowed_edge_types)
-            for query in dataset.queries:
-                hits = await backend.search(query.query, limit=8, now=NOW)
-                walks = []
-                for floors in (True, False):
-                    seeds = [
-                        Candidate(hit.record, relevance=1.0 / (rank + 1)) for rank, hit in enumerate(hits)
-                    ]
-                    counted = Counted(backend, floors=floors)
-                    outcome = await expand(
-                        counted,  # type: ignore[arg-type]
-                        seeds,
-                        {seed.memory_id: seed for seed in seeds},
-                        weights=weights,
-                        hops=2,
-                        filters=Filters(),
-                        now=NOW,
-                        config=config,
-                        intent=intent,
-                    )
-                    walks.append((outcome_of(outcome), counted.returned))
-                (floored, loaded), (plain, everything) = walks
-                assert floored == plain, (intent, fanout, query.query)
-                assert floored[0]  # the walk reached something
-                assert loaded <= everything
-                fewer += loaded < everything
+    for intent, fanout, config in walks(Intent.GENERAL, Intent.ENTITY, Intent.WHEN):
+        weights = relative_edge_weights(DEFAULT_EDGE_WEIGHTS, intent, config.allowed_edge_types)
+        for query in dataset.queries:
+            hits = await backend.search(query.query, limit=8, now=NOW)
+            decided = []
+            for floors in (True, False):
+                seeds = [Candidate(hit.record, relevance=1.0 / (rank + 1)) for rank, hit in enumerate(hits)]
+                counted = Counted(backend, floors=floors)
+                outcome = await expand(
+                    counted,  # type: ignore[arg-type]
+                    seeds,
+                    {seed.memory_id: seed for seed in seeds},
+                    weights=weights,
+                    hops=2,
+                    filters=Filters(),
+                    now=NOW,
+                    config=config,
+                    intent=intent,
+                )
+                decided.append((outcome_of(outcome), counted.returned))
+            (floored, loaded), (plain, everything) = decided
+            assert floored == plain, (intent, fanout, query.query)
+            assert floored[0]  # the walk reached something
+            assert loaded <= everything
+            fewer += loaded < everything
     assert fewer  # the floors left something out
