@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import random
+import re
+import sys
+
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -105,6 +109,74 @@ def test_extract_entities_matches_known_names_as_whole_words() -> None:
     known = ("redis", "Go", "Node.js")
     assert extract_entities("we moved the REDIS cache to node.js", known) == ("redis", "Node.js")
     assert extract_entities("a good idea", known) == ()
+
+
+def pattern_spans(text: str, known: tuple[str, ...]) -> list[tuple[int, str]]:
+    """What the names' alternation finds (the way every text was read before the ASCII scan)."""
+    names, spellings = text_rules._known_pattern(known)
+    if not names:
+        return []
+    found = text_rules._names_pattern(names).finditer(text)
+    return [(match.start(), spellings.get(match.group().casefold(), match.group())) for match in found]
+
+
+def test_known_names_in_an_ascii_text_are_found_as_the_pattern_finds_them() -> None:
+    # the scan without a compiled pattern: longest name first at each position not inside a word,
+    # not followed by a word character, the next search after it; fuzzed against the pattern
+    rng = random.Random(7)
+    alphabet = "abcdABCD019_ -.,'@+"
+    compared = 0
+    for _ in range(4000):
+        known = tuple(
+            "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 5))) for _ in range(rng.randint(1, 10))
+        )
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        assert text_rules._known_names(text, known) == pattern_spans(text, known), (text, known)
+        compared += bool(pattern_spans(text, known))
+    assert compared > 500  # many cases found something
+    known = ("Node", "node.js", "C++", "@bob", "New York", "York")
+    text = "node.js and Node, c++ at @BOB in new york (york) nodes"
+    assert (
+        text_rules._known_names(text, known)
+        == pattern_spans(text, known)
+        == [
+            (0, "node.js"),
+            (12, "Node"),
+            (18, "C++"),
+            (25, "@bob"),
+            (33, "New York"),
+            (43, "York"),
+        ]
+    )
+
+
+def test_names_or_texts_beyond_ascii_take_the_pattern() -> None:
+    # non-ASCII text; a name holding a character re.IGNORECASE matches to an ASCII one (dotless i,
+    # long s, Kelvin sign, dotted capital I); a name with an accent, which no ASCII text holds
+    cases = [
+        ("Zoë met zoë", ("zoë",)),
+        ("a tiny bit", ("t\u0131ny",)),
+        ("the mask", ("ma\u017fk", "the")),
+        ("KELVIN", ("\u212aelvin",)),
+        ("a clean slate", ("caf\u00e9", "clean")),
+    ]
+    for text, known in cases:
+        assert text_rules._known_names(text, known) == pattern_spans(text, known), (text, known)
+    assert text_rules._known_names("a tiny bit", ("t\u0131ny",)) == [(2, "tiny")]  # the text's own spelling
+
+
+def test_the_characters_folding_to_ascii_are_all_there_are() -> None:
+    # every character outside ASCII that re.IGNORECASE matches to an ASCII one (only characters with
+    # a case mapping can)
+    ascii_text = "".join(map(chr, range(128)))
+    found = set()
+    for point in range(128, sys.maxunicode + 1):
+        char = chr(point)
+        if 0xD800 <= point <= 0xDFFF or char.lower() == char.upper() == char.casefold() == char:
+            continue
+        if re.search(re.escape(char), ascii_text, re.IGNORECASE):
+            found.add(char)
+    assert found == text_rules.FOLDS_TO_ASCII
 
 
 def test_extract_entities_deduplicates_case_insensitively_preferring_known_spelling() -> None:

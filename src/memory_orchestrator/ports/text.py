@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence, Set
+from dataclasses import dataclass
 from datetime import timedelta
 from functools import lru_cache
 
@@ -254,25 +255,90 @@ def _word_shaped_names(text: str, claimed: list[tuple[int, int]]) -> list[tuple[
 def _known_names(text: str, known: Sequence[str]) -> list[tuple[int, str]]:
     if not known:
         return []
-    pattern, spellings = _known_pattern(tuple(known))
-    if pattern is None:
+    names, spellings = _known_pattern(tuple(known))
+    if not names:
         return []
-    return [
-        (match.start(), spellings.get(match.group().casefold(), match.group()))
-        for match in pattern.finditer(text)
-    ]
+    fast = _ascii_names(names) if text.isascii() else None
+    spans = _ascii_spans(text, fast) if fast is not None else _regex_spans(text, names)
+    return [(start, spellings.get(name.casefold(), name)) for start, name in spans]
 
 
 @lru_cache(maxsize=16)
-def _known_pattern(known: tuple[str, ...]) -> tuple[re.Pattern[str] | None, dict[str, str]]:
+def _known_pattern(known: tuple[str, ...]) -> tuple[frozenset[str], dict[str, str]]:
+    # the casefolded names and each one's first spelling
     spellings: dict[str, str] = {}
     for name in known:
         cleaned = name.strip()
         if cleaned:
             spellings.setdefault(cleaned.casefold(), cleaned)
-    if not spellings:
-        return None, spellings
-    return _names_pattern(frozenset(spellings)), spellings
+    return frozenset(spellings), spellings
+
+
+def _regex_spans(text: str, names: frozenset[str]) -> list[tuple[int, str]]:
+    return [(match.start(), match.group()) for match in _names_pattern(names).finditer(text)]
+
+
+#: The characters outside ASCII that ``re.IGNORECASE`` matches to an ASCII one (İ, ı, ſ, the Kelvin
+#: sign): a name holding one is matched by the pattern (``tests/unit/test_text.py`` checks the list).
+FOLDS_TO_ASCII = frozenset("\u0130\u0131\u017f\u212a")
+
+
+@dataclass(frozen=True, slots=True)
+class _AsciiNames:
+    """The names an ASCII text can hold, by length (``lengths``: longest first), and their first
+    characters."""
+
+    lengths: tuple[int, ...]
+    by_length: dict[int, frozenset[str]]
+    starts: frozenset[str]
+
+
+@lru_cache(maxsize=16)
+def _ascii_names(names: frozenset[str]) -> _AsciiNames | None:
+    """The names as :func:`_ascii_spans` reads them; ``None`` when one holds a character that
+    ``re.IGNORECASE`` matches to an ASCII one (the pattern then decides). A name with any other
+    character outside ASCII can never be in an ASCII text."""
+    if any(char in FOLDS_TO_ASCII for name in names for char in name):
+        return None
+    by_length: dict[int, set[str]] = {}
+    for name in names:
+        if name.isascii():
+            by_length.setdefault(len(name), set()).add(name)
+    lengths = tuple(sorted(by_length, reverse=True))
+    starts = frozenset(name[0] for group in by_length.values() for name in group)
+    return _AsciiNames(lengths, {length: frozenset(group) for length, group in by_length.items()}, starts)
+
+
+def _ascii_spans(text: str, names: _AsciiNames) -> list[tuple[int, str]]:
+    """What ``_names_pattern(names).finditer(text)`` finds in an ASCII ``text`` (start, text), without
+    compiling it (a store's known names change with nearly every write, and compiling hundreds of
+    alternatives cost ~10 ms a write). The same scan: from each position not preceded by a word
+    character, the longest name (ignoring case: names are casefolded, and an ASCII letter's casefold
+    is its lower case) not followed by one; the next search starts after it."""
+    lowered, end, spans, position = text.lower(), len(text), [], 0
+    lengths, by_length, starts = names.lengths, names.by_length, names.starts
+    while position < end:
+        if lowered[position] in starts and (position == 0 or not _word_char(text[position - 1])):
+            for length in lengths:
+                stop = position + length
+                if (
+                    stop <= end
+                    and lowered[position:stop] in by_length[length]
+                    and (stop == end or not _word_char(text[stop]))
+                ):
+                    spans.append((position, text[position:stop]))
+                    position = stop
+                    break
+            else:
+                position += 1
+            continue
+        position += 1
+    return spans
+
+
+def _word_char(char: str) -> bool:
+    # re's \w for a str pattern: a letter or digit in Unicode's sense, or the underscore
+    return char.isalnum() or char == "_"
 
 
 @lru_cache(maxsize=16)
