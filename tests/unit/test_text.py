@@ -113,11 +113,16 @@ def test_extract_entities_matches_known_names_as_whole_words() -> None:
 
 def pattern_spans(text: str, known: tuple[str, ...]) -> list[tuple[int, str]]:
     """What the names' alternation finds (the way every text was read before the ASCII scan)."""
-    names, spellings = text_rules._known_pattern(known)
+    names, spellings = text_rules._known_spellings(known)
     if not names:
         return []
     found = text_rules._names_pattern(names).finditer(text)
     return [(match.start(), spellings.get(match.group().casefold(), match.group())) for match in found]
+
+
+def known_names(text: str, known: tuple[str, ...]) -> list[tuple[int, str]]:
+    """What ``extract_entities`` finds of ``known`` in ``text`` (start, spelling)."""
+    return text_rules._known_names(text, *text_rules._known_spellings(known))
 
 
 def test_known_names_in_an_ascii_text_are_found_as_the_pattern_finds_them() -> None:
@@ -131,13 +136,13 @@ def test_known_names_in_an_ascii_text_are_found_as_the_pattern_finds_them() -> N
             "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 5))) for _ in range(rng.randint(1, 10))
         )
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
-        assert text_rules._known_names(text, known) == pattern_spans(text, known), (text, known)
+        assert known_names(text, known) == pattern_spans(text, known), (text, known)
         compared += bool(pattern_spans(text, known))
     assert compared > 500  # many cases found something
     known = ("Node", "node.js", "C++", "@bob", "New York", "York")
     text = "node.js and Node, c++ at @BOB in new york (york) nodes"
     assert (
-        text_rules._known_names(text, known)
+        known_names(text, known)
         == pattern_spans(text, known)
         == [
             (0, "node.js"),
@@ -161,8 +166,8 @@ def test_names_or_texts_beyond_ascii_take_the_pattern() -> None:
         ("a clean slate", ("caf\u00e9", "clean")),
     ]
     for text, known in cases:
-        assert text_rules._known_names(text, known) == pattern_spans(text, known), (text, known)
-    assert text_rules._known_names("a tiny bit", ("t\u0131ny",)) == [(2, "tiny")]  # the text's own spelling
+        assert known_names(text, known) == pattern_spans(text, known), (text, known)
+    assert known_names("a tiny bit", ("t\u0131ny",)) == [(2, "tiny")]  # the text's own spelling
 
 
 def test_the_characters_folding_to_ascii_are_all_there_are() -> None:

@@ -227,8 +227,8 @@ def extract_entities(text: str, known: Sequence[str] = ()) -> tuple[str, ...]:
             claimed.append((match.start(), match.end()))
             found.append((match.start(), title))
     found.extend(_word_shaped_names(text, claimed))
-    found.extend(_known_names(text, known))
-    spellings = _known_pattern(tuple(known))[1] if known else {}
+    names, spellings = _known_spellings(tuple(known)) if known else (frozenset(), {})
+    found.extend(_known_names(text, names, spellings))
     return tuple(spellings.get(name.casefold(), name) for name in _ordered_unique(found))
 
 
@@ -252,10 +252,8 @@ def _word_shaped_names(text: str, claimed: list[tuple[int, int]]) -> list[tuple[
     return names
 
 
-def _known_names(text: str, known: Sequence[str]) -> list[tuple[int, str]]:
-    if not known:
-        return []
-    names, spellings = _known_pattern(tuple(known))
+def _known_names(text: str, names: frozenset[str], spellings: Mapping[str, str]) -> list[tuple[int, str]]:
+    # where the (casefolded) ``names`` occur in ``text``, each in its known spelling
     if not names:
         return []
     fast = _ascii_names(names) if text.isascii() else None
@@ -264,7 +262,7 @@ def _known_names(text: str, known: Sequence[str]) -> list[tuple[int, str]]:
 
 
 @lru_cache(maxsize=16)
-def _known_pattern(known: tuple[str, ...]) -> tuple[frozenset[str], dict[str, str]]:
+def _known_spellings(known: tuple[str, ...]) -> tuple[frozenset[str], dict[str, str]]:
     # the casefolded names and each one's first spelling
     spellings: dict[str, str] = {}
     for name in known:
