@@ -313,25 +313,28 @@ def _ascii_spans(text: str, names: _AsciiNames) -> list[tuple[int, str]]:
     alternatives cost ~10 ms a write). The same scan: from each position not preceded by a word
     character, the longest name (ignoring case: names are casefolded, and an ASCII letter's casefold
     is its lower case) not followed by one; the next search starts after it."""
-    lowered, end, spans, position = text.lower(), len(text), [], 0
-    lengths, by_length, starts = names.lengths, names.by_length, names.starts
-    while position < end:
-        if lowered[position] in starts and (position == 0 or not _word_char(text[position - 1])):
-            for length in lengths:
-                stop = position + length
-                if (
-                    stop <= end
-                    and lowered[position:stop] in by_length[length]
-                    and (stop == end or not _word_char(text[stop]))
-                ):
-                    spans.append((position, text[position:stop]))
-                    position = stop
-                    break
-            else:
-                position += 1
-            continue
-        position += 1
+    lowered, spans, position = text.lower(), [], 0
+    while position < len(text):
+        stop = _name_end(text, lowered, position, names)
+        if stop is None:
+            position += 1
+        else:
+            spans.append((position, text[position:stop]))
+            position = stop
     return spans
+
+
+def _name_end(text: str, lowered: str, position: int, names: _AsciiNames) -> int | None:
+    # where the longest name starting at ``position`` ends, if one does, as _ascii_spans reads it
+    if lowered[position] not in names.starts or (position > 0 and _word_char(text[position - 1])):
+        return None
+    for length in names.lengths:
+        stop = position + length
+        if stop > len(text) or lowered[position:stop] not in names.by_length[length]:
+            continue
+        if stop == len(text) or not _word_char(text[stop]):
+            return stop
+    return None
 
 
 def _word_char(char: str) -> bool:
