@@ -41,6 +41,7 @@ from memory_orchestrator.ports import (
     Neighbor,
     NeighborFloors,
     RankedNeighbors,
+    edge_strength,
 )
 
 #: Intents whose answer lies upstream of a hit: the walk follows causal edges to causes undecayed.
@@ -263,7 +264,7 @@ class _Step:
         weight = self.weights.get(edge.type, 0.0)
         if edge.type is EdgeType.SUPERSEDES and self.upstream(neighbour):
             weight = 1.0  # the replacement stands for the replaced hit
-        return weight * _clamp(edge.weight)
+        return edge_strength(weight, edge.weight)
 
     def upstream(self, neighbour: Neighbor) -> bool:
         """True, when the walk seeks causes, for a step from an effect to its cause or from a replaced
@@ -409,7 +410,3 @@ def _reach(
         candidate.inherited, candidate.proximity = share, state.proximity
         candidate.seed_id, candidate.path = state.seed_id, state.path
     return state
-
-
-def _clamp(value: float) -> float:
-    return min(1.0, max(0.0, value))

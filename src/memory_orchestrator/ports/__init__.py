@@ -68,6 +68,7 @@ from memory_orchestrator.ports.records import (
     TimeRange,
     WriteAction,
     WriteResult,
+    edge_strength,
 )
 from memory_orchestrator.ports.scoring import Scorer, ScoringContext
 from memory_orchestrator.ports.traces import TraceStore
@@ -126,6 +127,7 @@ __all__ = [
     "VersionedStore",
     "WriteAction",
     "WriteResult",
+    "edge_strength",
     "ensure_utc",
     "format_timestamp",
     "parse_timestamp",

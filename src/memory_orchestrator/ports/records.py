@@ -315,6 +315,13 @@ _neighbor_record, _neighbor_edge, _neighbor_from, _neighbor_hops = _slot_setters
 )
 
 
+def edge_strength(type_weight: float, edge_weight: float) -> float:
+    """How strongly an edge carries a graph walk: its type's weight times its own weight clamped to
+    0..1. The walk ranks and floors neighbours by it, so a store ranking a hop for the walk
+    (``RankedNeighbors``, ``NeighborFloors``) computes it with this very function."""
+    return type_weight * min(1.0, max(0.0, edge_weight))
+
+
 @dataclass(frozen=True, slots=True)
 class NeighborFloors:
     """What a graph walk can use of one ranked hop (``RankedNeighbors.strongest_neighbors``).

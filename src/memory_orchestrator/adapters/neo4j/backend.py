@@ -38,6 +38,7 @@ from memory_orchestrator.ports import (
     NewMemory,
     RecallQuery,
     WriteResult,
+    edge_strength,
     ensure_utc,
 )
 from memory_orchestrator.ports.autolinks import DEFAULT_LIMITS, LinkLimits
@@ -236,7 +237,7 @@ class Neo4jBackend(AsyncLifecycle):
                 rows,
                 origin=lambda row: str(row["from_id"]),
                 reached=lambda row: str(row["m"]["id"]),
-                strength=lambda row: strengths[row["type"]] * min(max(float(row["weight"]), 0.0), 1.0),
+                strength=lambda row: edge_strength(strengths[row["type"]], float(row["weight"])),
             )
         return [Neighbor(record_from_node(row["m"]), edge_from_row(row), row["from_id"], 1) for row in rows]
 

@@ -20,7 +20,7 @@ from memory_orchestrator.adapters.sqlite.rows import (
     visible_clause,
 )
 from memory_orchestrator.ports import Edge, EdgeType, Filters, Neighbor, NeighborFloors
-from memory_orchestrator.ports.records import reached_neighbor
+from memory_orchestrator.ports.records import edge_strength, reached_neighbor
 
 #: An edge as stored: ``(source_id, target_id, type, weight, metadata, created_at)``.
 EdgeRow = tuple[str, str, str, float, str, str]
@@ -104,7 +104,7 @@ class Ranking:
 
     def strength(self, row: Reach) -> float:
         """The entry's type weight times its edge weight clamped to 0..1 (0 for a type not followed)."""
-        return self.weights.get(row[2], 0.0) * min(max(row[3], 0.0), 1.0)
+        return edge_strength(self.weights.get(row[2], 0.0), row[3])
 
 
 #: One edge reaching a memory: ``(source_id, target_id, type, weight, origin, other)``, where
