@@ -20,7 +20,7 @@ from memory_orchestrator.adapters.sqlite import vectors as vector_rows
 from memory_orchestrator.adapters.sqlite.batch import Batch, collector_paused, finish
 from memory_orchestrator.adapters.sqlite.batch_view import BatchView
 from memory_orchestrator.adapters.sqlite.health import health_report
-from memory_orchestrator.adapters.sqlite.planner import EntityInputs, Helper, entity_inputs, plan
+from memory_orchestrator.adapters.sqlite.planner import EntityInputs, Helper, Planned, entity_inputs, plan
 from memory_orchestrator.adapters.sqlite.records import active_records, select_records
 from memory_orchestrator.adapters.sqlite.rows import MEMORY_COLUMNS, stamp
 from memory_orchestrator.adapters.sqlite.schema import SCHEMA_VERSION, migrate, schema_version
@@ -114,16 +114,19 @@ def _planned_results(written: list[WriteResult | MemoryRecord], batch: Batch) ->
             continue
         planned = next(plans)
         batch.edge_rows.extend(planned.rows)
-        results.append(
-            WriteResult(
-                entry.id,
-                WriteAction.ADDED,
-                candidates=planned.candidates,
-                edges_created=planned.created,
-                record=entry,
-            )
-        )
+        results.append(_added(entry, planned))
     return results
+
+
+def _added(record: MemoryRecord, planned: Planned) -> WriteResult:
+    """The result of storing ``record``, with the links its planning gave it."""
+    return WriteResult(
+        record.id,
+        WriteAction.ADDED,
+        candidates=planned.candidates,
+        edges_created=planned.created,
+        record=record,
+    )
 
 
 class SqliteBackend(AsyncLifecycle):
@@ -392,13 +395,7 @@ class SqliteBackend(AsyncLifecycle):
         await graph.insert_rows(db, planned.rows)
         await writes.log_change(db, ChangeKind.ADDED, record.id, stamp(now))
         self._sketches.put(new)
-        return WriteResult(
-            record.id,
-            WriteAction.ADDED,
-            candidates=planned.candidates,
-            edges_created=planned.created,
-            record=record,
-        )
+        return _added(record, planned)
 
     async def _insert_deferred(
         self,
