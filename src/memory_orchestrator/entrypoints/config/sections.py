@@ -211,11 +211,16 @@ class AuthSection(Section):
 
 class ServerSection(Section):
     """How long an MCP tool call may take before it answers with a clear error (a backend that
-    hangs or is down never holds a caller longer)."""
+    hangs or is down never holds a caller longer), and how many run at once."""
 
     read_timeout_s: float = Field(default=2.0, gt=0, le=600)
     #: Writes get longer: a timed-out write may still complete, and retrying it is safe (dedup).
     write_timeout_s: float = Field(default=10.0, gt=0, le=600)
+    #: Tool calls a server process runs at once; the others wait their turn, first come, first
+    #: served, within their deadline. Under more load than the machine can take, a few calls at a
+    #: time each finish quickly, where every call at once would all finish late (and many past
+    #: their deadline, their work wasted).
+    concurrent_calls: int = Field(default=16, ge=1, le=4096)
 
 
 class LogSection(Section):

@@ -113,6 +113,7 @@ def server_options(settings: Settings, *, default_store: str | None, http: bool)
         require_http_caller=http,
         read_timeout_s=settings.server.read_timeout_s,
         write_timeout_s=settings.server.write_timeout_s,
+        concurrent_calls=settings.server.concurrent_calls,
     )
 
 

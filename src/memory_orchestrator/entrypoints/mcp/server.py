@@ -119,8 +119,20 @@ class CallTimedOut(BackendUnavailable):
         super().__init__(f"{tool} timed out after {seconds:g} s", backend="mcp")
 
 
+class ServerBusy(BackendUnavailable):
+    """A tool call still waiting for its turn when its deadline came (``[server] concurrent_calls``
+    calls were running all that time): nothing of it ran."""
+
+    def __init__(self, tool: str, seconds: float) -> None:
+        self.answer = (
+            f"the server was busy with other calls and did not get to this one within {seconds:g} s; "
+            "retry in a moment"
+        )
+        super().__init__(f"{tool} waited {seconds:g} s for its turn", backend="mcp")
+
+
 def _tool_error(exc: Exception) -> ToolError:
-    if isinstance(exc, CallTimedOut):
+    if isinstance(exc, CallTimedOut | ServerBusy):
         return ToolError(exc.answer)
     if isinstance(exc, AccessDenied):
         return ToolError(str(exc))
@@ -180,10 +192,14 @@ def _make_tool(spec: ToolSpec) -> Tool:
             if spec.per_store and not (spec.anonymous and call.caller.anonymous):
                 call.caller.check(spec.name, call.store)
             limit = state.options.read_timeout_s if spec.read_only else state.options.write_timeout_s
+            admitted = False
             try:
-                async with asyncio.timeout(limit):
+                async with asyncio.timeout(limit), state.admission:
+                    admitted = True
                     output = await spec.body(payload, call)
             except TimeoutError:
+                if not admitted:
+                    raise ServerBusy(spec.name, limit) from None
                 raise CallTimedOut(spec.name, limit, spec.read_only) from None
             data = output.model_dump(mode="json", by_alias=True)
             # Compact text for the model, the full result once as structured content.

@@ -1,7 +1,8 @@
 """What the MCP server holds while it runs, and what one tool call sees.
 
 - :class:`StorePool`: one opened store (backend + orchestrator) per name, opened on first use.
-- :class:`ServerState`: the pool, the options, the clock and which store each trace belongs to.
+- :class:`ServerState`: the pool, the options, the clock, the queue of tool calls (``admission``)
+  and which store each trace belongs to.
 - :class:`ToolCall`: caller, store and state of one call, plus the fields of its log line.
 """
 
@@ -18,6 +19,7 @@ from typing import Any, Protocol
 import anyio
 
 from memory_orchestrator.domain.trace import full_length
+from memory_orchestrator.entrypoints.mcp.admission import Admission
 from memory_orchestrator.entrypoints.mcp.auth import Caller
 from memory_orchestrator.ports import BackendUnavailable, Clock, MemoryBackend, NotFound
 
@@ -58,6 +60,9 @@ class ServerOptions:
     #: A tool call that takes longer answers "unavailable" (reads / writes).
     read_timeout_s: float = 2.0
     write_timeout_s: float = 10.0
+    #: Tool calls of this process that run at once; the others wait their turn, in arrival order
+    #: (the wait counts toward their deadline).
+    concurrent_calls: int = 16
     #: Told of every tool call as (tool, status: ``ok`` or the error's class name, seconds): metrics.
     on_call: Callable[[str, str, float], None] | None = None
 
@@ -140,6 +145,11 @@ class ServerState:
     trace_origins: OrderedDict[str, str] = field(default_factory=OrderedDict)
     #: Names of the stores that exist (``memory_stores``); ``None``: only open and default stores known.
     listing: Callable[[], list[str]] | None = None
+    #: The calls let in at once (``options.concurrent_calls``), the others queued first come, first served.
+    admission: Admission = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.admission = Admission(self.options.concurrent_calls)
 
     def remember_trace(self, trace_id: str, store: str) -> None:
         """Record which store a trace belongs to (bounded, oldest forgotten first)."""
