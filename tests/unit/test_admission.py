@@ -45,7 +45,8 @@ async def test_at_most_limit_run_at_once_and_the_others_enter_in_arrival_order()
 
 
 @pytest.mark.anyio
-async def test_a_caller_cancelled_while_waiting_leaves_the_queue() -> None:
+@pytest.mark.parametrize("when", ["while waiting", "just as its turn came"])
+async def test_a_caller_cancelled_never_keeps_a_slot(when: str) -> None:
     admission = Admission(1)
     order: list[str] = []
     hold = asyncio.Event()
@@ -54,49 +55,22 @@ async def test_a_caller_cancelled_while_waiting_leaves_the_queue() -> None:
         async with admission:
             order.append(name)
             await hold.wait()
+        if name == "first" and when == "just as its turn came":
+            middle.cancel()  # the slot was handed to "middle" as "first" left: it has not run yet
 
     first = asyncio.create_task(call("first"))
     await _settle()
-    gone = asyncio.create_task(call("gone"))
+    middle = asyncio.create_task(call("middle"))
     last = asyncio.create_task(call("last"))
     await _settle()
-    gone.cancel()
-    await _settle()
+    if when == "while waiting":
+        middle.cancel()
+        await _settle()
     hold.set()
-    async with asyncio.timeout(5):  # a lost slot would keep 'last' out for ever
+    async with asyncio.timeout(5):  # a lost slot would keep "last" out for ever
         await asyncio.gather(first, last)
-    assert gone.cancelled()
+    assert middle.cancelled()
     assert order == ["first", "last"] and admission.running == 0
-
-
-@pytest.mark.anyio
-async def test_a_caller_cancelled_just_as_its_turn_came_passes_the_slot_on() -> None:
-    admission = Admission(1)
-    order: list[str] = []
-    hold = asyncio.Event()
-
-    async def call(name: str) -> None:
-        async with admission:
-            order.append(name)
-            await hold.wait()
-
-    async def holder() -> None:
-        async with admission:
-            order.append("holder")
-            await hold.wait()
-        # the slot is handed to "next" now; cancel it before it has run at all
-        waiting.cancel()
-
-    first = asyncio.create_task(holder())
-    await _settle()
-    waiting = asyncio.create_task(call("next"))
-    last = asyncio.create_task(call("last"))
-    await _settle()
-    hold.set()
-    async with asyncio.timeout(5):  # a lost slot would keep 'last' out for ever
-        await asyncio.gather(first, last)
-    assert waiting.cancelled()
-    assert order == ["holder", "last"] and admission.running == 0
 
 
 @pytest.mark.anyio
