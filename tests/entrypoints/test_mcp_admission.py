@@ -75,16 +75,24 @@ async def test_a_call_still_waiting_at_its_deadline_answers_busy_and_runs_nothin
     statuses: list[tuple[str, str]] = []
     options = ServerOptions(
         read_timeout_s=0.5,
-        write_timeout_s=1.5,
+        write_timeout_s=3.0,
         concurrent_calls=1,
         on_call=lambda tool, status, _seconds: statuses.append((tool, status)),
     )
     async with Client(_server(backend, options)) as client:
         assert not (await client.call_tool("memory_write", {"content": "Kafka lag came up"})).is_error
         backend.delay("remember", 30.0)  # the next write holds the only slot until its deadline
+        storing = asyncio.Event()
+        remember = backend.remember
+
+        async def remembered(*args: Any, **kwargs: Any) -> Any:
+            storing.set()
+            return await remember(*args, **kwargs)
+
+        backend.remember = remembered  # type: ignore[method-assign]
         writing = asyncio.create_task(client.call_tool("memory_write", {"content": "disk latency too"}))
-        await asyncio.sleep(0.2)
-        assert backend.called("remember") == 2  # the write is in the store (its duplicate search done)
+        async with asyncio.timeout(2.0):
+            await storing.wait()  # the write is in the store (its duplicate search done)
         searches = backend.called("search")
         started = time.monotonic()
         waited = await client.call_tool("memory_search", {"query": "Kafka lag"})
@@ -93,7 +101,7 @@ async def test_a_call_still_waiting_at_its_deadline_answers_busy_and_runs_nothin
     assert waited.is_error and "busy" in waited.content[0].text  # type: ignore[union-attr]
     assert 0.4 <= elapsed <= 1.4  # its own deadline, not the write's
     assert backend.called("search") == searches  # nothing of the waiting call ran
-    assert written.is_error and "did not answer within 1.5 s" in written.content[0].text  # type: ignore[union-attr]
+    assert written.is_error and "did not answer within 3 s" in written.content[0].text  # type: ignore[union-attr]
     # the metrics and the log line tell a call turned away from one the store failed to answer
     assert ("memory_search", "ServerBusy") in statuses and ("memory_write", "CallTimedOut") in statuses
 
