@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -106,7 +107,7 @@ async def test_a_call_still_waiting_at_its_deadline_answers_busy_and_runs_nothin
     assert ("memory_search", "ServerBusy") in statuses and ("memory_write", "CallTimedOut") in statuses
 
 
-def test_the_setting_reaches_the_server_and_bounds_are_checked() -> None:
+def test_the_setting_reaches_the_server_and_bounds_are_checked(isolated: Path) -> None:
     settings = Settings.model_validate({"server": {"concurrent_calls": 3}})
     assert server_options(settings, default_store=None, http=True).concurrent_calls == 3
     assert server_options(Settings(), default_store=None, http=True).concurrent_calls == 16
