@@ -3,6 +3,7 @@ a cached answer's trace says so."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 
 import pytest
@@ -177,3 +178,121 @@ async def test_a_degraded_answer_is_not_cached_so_the_first_read_after_recovery_
     raw.heal()
     recovered = await orchestrator.search(SearchRequest("Atlas launch"))
     assert recovered.items and not recovered.warnings
+
+
+class GatedBackend(CountingBackend):
+    """Keyword searches wait at a gate the test opens, so reads can be made to overlap."""
+
+    def __init__(self, **kwargs: object) -> None:
+        super().__init__(**kwargs)  # type: ignore[arg-type]
+        self.gate = asyncio.Event()
+        self.waiting = asyncio.Event()
+
+    async def search(self, *args: object, **kwargs: object):  # type: ignore[no-untyped-def, override]
+        self.waiting.set()
+        await self.gate.wait()
+        return await super().search(*args, **kwargs)
+
+
+async def gated() -> tuple[GatedBackend, Orchestrator]:
+    raw = GatedBackend(clock=FixedClock(NOW))
+    await raw.open()
+    raw.gate.set()
+    for text in ("Atlas launch moved to April.", "Vendor X ships lidar sensors.", "Atlas review done."):
+        await raw.remember(NewMemory(text, entities=("Atlas",) if "Atlas" in text else ()))
+    cache = ReadCache(10, clock=Ticks())
+    orchestrator = Orchestrator(NotifyingBackend(raw, cache.invalidate), clock=FixedClock(NOW), cache=cache)
+    raw.gate.clear()
+    return raw, orchestrator
+
+
+async def searches_of_one_run(request: SearchRequest) -> int:
+    """How many keyword searches one pipeline run of ``request`` makes on the same data."""
+    raw, orchestrator = await gated()
+    raw.gate.set()
+    await orchestrator.search(request)
+    return raw.searches
+
+
+@pytest.mark.anyio
+async def test_identical_reads_that_overlap_share_one_computation_and_their_traces_say_so() -> None:
+    request = SearchRequest("Atlas launch")
+    one_run = await searches_of_one_run(request)
+    raw, orchestrator = await gated()
+    first = asyncio.ensure_future(orchestrator.search(request))
+    await raw.waiting.wait()  # the first read is in the store ...
+    others = [asyncio.ensure_future(orchestrator.search(request)) for _ in range(3)]
+    await asyncio.sleep(0)  # ... and the other three are waiting for it
+    raw.gate.set()
+    leader, *followers = await asyncio.gather(first, *others)
+    assert raw.searches == one_run  # one pipeline run answered all four
+    for follower in followers:
+        assert [i.memory_id for i in follower.items] == [i.memory_id for i in leader.items]
+        assert follower.trace_id != leader.trace_id
+        trace = await orchestrator.trace(follower.trace_id)
+        assert trace["stages"]["cache"] == {
+            "hit": True,
+            "answer_of": leader.trace_id,
+            "age_s": 0.0,
+            "ttl_s": 10.0,
+            "shared": True,
+        }
+    assert orchestrator.cache is not None and orchestrator.cache.shared == 3
+    # the shared answer was kept as well: the next identical read is a plain hit
+    again = await orchestrator.search(request)
+    assert "shared" not in (await orchestrator.trace(again.trace_id))["stages"]["cache"]
+    assert raw.searches == one_run
+
+
+@pytest.mark.anyio
+async def test_a_read_after_a_write_does_not_share_a_computation_started_before_it() -> None:
+    request = SearchRequest("Atlas launch")
+    raw, orchestrator = await gated()
+    first = asyncio.ensure_future(orchestrator.search(request))
+    await raw.waiting.wait()
+    # a write through the store wrapper (the orchestrator's own write path would search, at the gate)
+    await orchestrator.backend.remember(NewMemory("Atlas launch confirmed for April 14."))
+    second = asyncio.ensure_future(orchestrator.search(request))  # while the first still runs
+    await asyncio.sleep(0)
+    raw.gate.set()
+    await first
+    after = await second
+    assert "Atlas launch confirmed for April 14." in {item.content for item in after.items}
+    assert (await orchestrator.trace(after.trace_id))["stages"]["cache"] == {"hit": False}
+    assert orchestrator.cache is not None and orchestrator.cache.shared == 0
+
+
+@pytest.mark.anyio
+async def test_when_the_computation_they_wait_for_is_cancelled_the_waiting_reads_compute_their_own() -> None:
+    request = SearchRequest("Atlas launch")
+    raw, orchestrator = await gated()
+    first = asyncio.ensure_future(orchestrator.search(request))
+    await raw.waiting.wait()
+    second = asyncio.ensure_future(orchestrator.search(request))
+    await asyncio.sleep(0)
+    first.cancel()  # e.g. its caller's deadline passed
+    with pytest.raises(asyncio.CancelledError):
+        await first
+    raw.gate.set()
+    result = await second
+    assert result.items and not result.warnings
+    assert (await orchestrator.trace(result.trace_id))["stages"]["cache"] == {"hit": False}
+
+
+@pytest.mark.anyio
+async def test_a_degraded_answer_is_shared_with_the_reads_waiting_for_it_but_not_kept() -> None:
+    request = SearchRequest("Atlas launch")
+    raw, orchestrator = await gated()
+    raw.fail_always("search")
+    raw.fail_always("recall")
+    first = asyncio.ensure_future(orchestrator.search(request))
+    await raw.waiting.wait()
+    second = asyncio.ensure_future(orchestrator.search(request))
+    await asyncio.sleep(0)
+    raw.gate.set()
+    leader, follower = await asyncio.gather(first, second)
+    assert leader.warnings and follower.warnings == leader.warnings
+    assert (await orchestrator.trace(follower.trace_id))["stages"]["cache"]["shared"] is True
+    raw.heal()
+    recovered = await orchestrator.search(request)
+    assert (await orchestrator.trace(recovered.trace_id))["stages"]["cache"] == {"hit": False}

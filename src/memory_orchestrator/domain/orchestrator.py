@@ -7,6 +7,7 @@ what is available with explicit warnings, also written to the trace. Invalid inp
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 from collections import OrderedDict
@@ -239,30 +240,44 @@ class Orchestrator:
         compute: Callable[[Any, str | None], Awaitable[R]],
         request: Any,
     ) -> R:
-        """``compute(request)``, or the answer of the same request made within the cache's TTL."""
+        """``compute(request)``, or the answer of the same request made within the cache's TTL, or
+        the answer of the same request being computed right now."""
         cache = self.cache
         if cache is None:
             return await compute(request, None)
         key = cache_key(operation, document)
         hit = cache.get(key)
+        if hit is None:
+            flight = cache.flight(key)
+            if flight is not None:  # the same read is under way: wait for its answer
+                value = await asyncio.shield(flight.answer)
+                if value is not None:
+                    cache.shared += 1
+                    hit = CachedRead(value, value.trace_id, 0.0, shared=True)
         if hit is not None:
             cached: R = await self._from_cache(operation, document, hit, cache.ttl_s)
             return cached
-        stamp = cache.stamp()
-        result = await compute(request, "miss")
-        if not result.warnings:
-            # A degraded answer (a channel failed or timed out, a fallback was used) is not kept:
-            # the next identical read must see the store as it is once it has recovered.
-            cache.put(key, result, result.trace_id, stamp=stamp)
+        flight = cache.start(key)
+        try:
+            result = await compute(request, "miss")
+        except BaseException:
+            cache.finish(flight, None, None)  # those waiting compute their own
+            raise
+        # A degraded answer (a channel failed or timed out, a fallback was used) is shared with the
+        # reads waiting for it but not kept: the next read must see the store once it has recovered.
+        cache.finish(flight, result, None if result.warnings else result.trace_id)
         return result
 
     async def _from_cache(
         self, operation: str, document: dict[str, Any], hit: CachedRead, ttl_s: float
     ) -> Any:
-        """A cached answer under a trace of its own that says where the answer came from."""
+        """A cached (or shared) answer under a trace of its own that says where the answer came from."""
         started = time.perf_counter()
         trace = self._trace(operation, document)
-        trace.record("cache", hit=True, answer_of=hit.trace_id, age_s=round(hit.age_s, 3), ttl_s=ttl_s)
+        shared = {"shared": True} if hit.shared else {}
+        trace.record(
+            "cache", hit=True, answer_of=hit.trace_id, age_s=round(hit.age_s, 3), ttl_s=ttl_s, **shared
+        )
         trace.result_ids = [item.memory_id for item in hit.value.items]
         trace.timings_ms["cache"] = round((time.perf_counter() - started) * 1000, 3)
         for warning in hit.value.warnings:

@@ -9,15 +9,22 @@ SQLite's commit counter) is watched too (:meth:`ReadCache.watch`): an answer is 
 store's version is the one it was computed at, so a write by another process (another HTTP worker,
 the CLI, an agent writing to the same file) is seen by the very next read. Other stores' writes by
 other processes are seen once the time-to-live has passed.
+
+One computation per read at a time: identical reads that arrive while an answer is being computed
+wait for that computation and share its answer (:meth:`ReadCache.start`, :meth:`ReadCache.flight`,
+:meth:`ReadCache.finish`), unless we wrote, or the watched store changed, since it started. So a
+burst of identical reads (many agents asking the same thing, or many answers expiring together
+under load) costs one pipeline run per distinct read, not one per caller.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 #: Answers kept per store at most (least recently used go first).
@@ -39,6 +46,18 @@ class CachedRead:
     value: Any
     trace_id: str
     age_s: float
+    #: The answer of an identical read that was running when this one came, shared, not kept.
+    shared: bool = False
+
+
+@dataclass(eq=False, slots=True)
+class Flight:
+    """One computation of a read under way: its key, what it started at, and its answer to share
+    (``None`` when it failed: those waiting compute their own)."""
+
+    key: str
+    stamp: Stamp
+    answer: asyncio.Future[Any] = field(repr=False)
 
 
 def cache_key(operation: str, request: Mapping[str, Any]) -> str:
@@ -67,6 +86,9 @@ class ReadCache:
         self.generation = 0
         self.hits = 0
         self.misses = 0
+        #: Reads answered by an identical read's computation that was under way.
+        self.shared = 0
+        self._flights: dict[str, Flight] = {}
 
     @property
     def enabled(self) -> bool:
@@ -119,3 +141,29 @@ class ReadCache:
         """Forget every answer (a write changed the store)."""
         self.generation += 1
         self._entries.clear()
+
+    # -- one computation per read ------------------------------------------------------------
+
+    def start(self, key: str) -> Flight:
+        """A computation of ``key`` starts now: identical reads may wait for it (:meth:`flight`)."""
+        flight = Flight(key, self.stamp(), asyncio.get_running_loop().create_future())
+        self._flights[key] = flight
+        return flight
+
+    def flight(self, key: str) -> Flight | None:
+        """The computation of ``key`` under way whose answer a read starting now may share: none
+        when we wrote, or the watched store changed, since it started."""
+        flight = self._flights.get(key)
+        if flight is None or flight.stamp != self.stamp():
+            return None
+        return flight
+
+    def finish(self, flight: Flight, value: Any | None, trace_id: str | None) -> None:
+        """``flight`` ended with ``value`` (``None``: it failed). Those waiting get it; it is kept
+        when ``trace_id`` is given (a complete answer) and nothing was written since it started."""
+        if self._flights.get(flight.key) is flight:
+            del self._flights[flight.key]
+        if not flight.answer.done():
+            flight.answer.set_result(value)
+        if value is not None and trace_id is not None:
+            self.put(flight.key, value, trace_id, stamp=flight.stamp)
