@@ -28,11 +28,17 @@ class HttpLimits:
 
 
 def header_timeout_protocol(timeout_s: float) -> type[asyncio.Protocol]:
-    """uvicorn's h11 protocol, closing connections whose request headers do not arrive in time."""
-    import h11  # only the HTTP server needs these; the CLI does not pay for them
-    from uvicorn.protocols.http.h11_impl import H11Protocol
+    """uvicorn's httptools protocol, closing connections whose request headers do not arrive in time.
 
-    class HeaderTimeoutProtocol(H11Protocol):
+    httptools parses in C: a served ``memory_search`` answered from the read cache took 9% fewer
+    instructions (callgrind, 5.06 -> 4.59 M) than with uvicorn's pure-Python h11 protocol, and
+    about 12% less CPU time (10k store, 10 connections, one worker). An uncached call (~20 ms of
+    pipeline) shows no measurable difference.
+    """
+    # only the HTTP server needs these; the CLI does not pay for them
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class HeaderTimeoutProtocol(HttpToolsProtocol):
         _header_timer: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
@@ -48,19 +54,23 @@ def header_timeout_protocol(timeout_s: float) -> type[asyncio.Protocol]:
                 self._header_timer.cancel()
                 self._header_timer = None
 
+        def _awaiting_headers(self) -> bool:
+            # No request whose headers are in is being answered or waits its turn (pipelined).
+            return (self.cycle is None or self.cycle.response_complete) and not self.pipeline
+
         def _overdue(self) -> None:
             # Still waiting for a whole request line and headers: give the connection up.
-            if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
+            self._header_timer = None
+            if self._awaiting_headers() and not self.transport.is_closing():
                 self.transport.close()
 
-        def handle_events(self) -> None:
-            super().handle_events()
-            if self.conn.their_state is not h11.IDLE:
-                self._disarm()
+        def on_headers_complete(self) -> None:
+            self._disarm()
+            super().on_headers_complete()
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
-            if not self.transport.is_closing():
+            if not self.transport.is_closing() and self._awaiting_headers():
                 self._arm()
 
         def connection_lost(self, exc: Exception | None) -> None:
