@@ -12,6 +12,7 @@ from memory_orchestrator.adapters.memory import InMemoryBackend
 from memory_orchestrator.domain.orchestrator import Orchestrator
 from memory_orchestrator.domain.read_cache import ReadCache
 from memory_orchestrator.domain.requests import Budget, ContextRequest, SearchRequest, WriteRequest
+from memory_orchestrator.domain.results import SearchResult
 from memory_orchestrator.ports import Edge, EdgeType, FixedClock, NewMemory
 from memory_orchestrator.ports.notifying import NotifyingBackend
 
@@ -206,6 +207,22 @@ async def gated() -> tuple[GatedBackend, Orchestrator]:
     return raw, orchestrator
 
 
+async def in_the_store(
+    raw: GatedBackend, orchestrator: Orchestrator, request: SearchRequest
+) -> asyncio.Task[SearchResult]:
+    """A search started and held at the gate, in the store."""
+    first = asyncio.ensure_future(orchestrator.search(request))
+    await raw.waiting.wait()
+    return first
+
+
+async def behind(orchestrator: Orchestrator, request: SearchRequest) -> asyncio.Task[SearchResult]:
+    """A search started later, given a turn to reach the cache (and wait there if it shares)."""
+    later = asyncio.ensure_future(orchestrator.search(request))
+    await asyncio.sleep(0)
+    return later
+
+
 async def searches_of_one_run(request: SearchRequest) -> int:
     """How many keyword searches one pipeline run of ``request`` makes on the same data."""
     raw, orchestrator = await gated()
@@ -219,10 +236,8 @@ async def test_identical_reads_that_overlap_share_one_computation_and_their_trac
     request = SearchRequest("Atlas launch")
     one_run = await searches_of_one_run(request)
     raw, orchestrator = await gated()
-    first = asyncio.ensure_future(orchestrator.search(request))
-    await raw.waiting.wait()  # the first read is in the store ...
-    others = [asyncio.ensure_future(orchestrator.search(request)) for _ in range(3)]
-    await asyncio.sleep(0)  # ... and the other three are waiting for it
+    first = await in_the_store(raw, orchestrator, request)
+    others = [await behind(orchestrator, request) for _ in range(3)]
     raw.gate.set()
     leader, *followers = await asyncio.gather(first, *others)
     assert raw.searches == one_run  # one pipeline run answered all four
@@ -248,12 +263,10 @@ async def test_identical_reads_that_overlap_share_one_computation_and_their_trac
 async def test_a_read_after_a_write_does_not_share_a_computation_started_before_it() -> None:
     request = SearchRequest("Atlas launch")
     raw, orchestrator = await gated()
-    first = asyncio.ensure_future(orchestrator.search(request))
-    await raw.waiting.wait()
+    first = await in_the_store(raw, orchestrator, request)
     # a write through the store wrapper (the orchestrator's own write path would search, at the gate)
     await orchestrator.backend.remember(NewMemory("Atlas launch confirmed for April 14."))
-    second = asyncio.ensure_future(orchestrator.search(request))  # while the first still runs
-    await asyncio.sleep(0)
+    second = await behind(orchestrator, request)  # while the first still runs
     raw.gate.set()
     await first
     after = await second
@@ -266,10 +279,8 @@ async def test_a_read_after_a_write_does_not_share_a_computation_started_before_
 async def test_when_the_computation_they_wait_for_is_cancelled_the_waiting_reads_compute_their_own() -> None:
     request = SearchRequest("Atlas launch")
     raw, orchestrator = await gated()
-    first = asyncio.ensure_future(orchestrator.search(request))
-    await raw.waiting.wait()
-    second = asyncio.ensure_future(orchestrator.search(request))
-    await asyncio.sleep(0)
+    first = await in_the_store(raw, orchestrator, request)
+    second = await behind(orchestrator, request)
     first.cancel()  # e.g. its caller's deadline passed
     with pytest.raises(asyncio.CancelledError):
         await first
@@ -285,10 +296,8 @@ async def test_a_degraded_answer_is_shared_with_the_reads_waiting_for_it_but_not
     raw, orchestrator = await gated()
     raw.fail_always("search")
     raw.fail_always("recall")
-    first = asyncio.ensure_future(orchestrator.search(request))
-    await raw.waiting.wait()
-    second = asyncio.ensure_future(orchestrator.search(request))
-    await asyncio.sleep(0)
+    first = await in_the_store(raw, orchestrator, request)
+    second = await behind(orchestrator, request)
     raw.gate.set()
     leader, follower = await asyncio.gather(first, second)
     assert leader.warnings and follower.warnings == leader.warnings
