@@ -276,18 +276,22 @@ async def test_a_read_after_a_write_does_not_share_a_computation_started_before_
 
 
 @pytest.mark.anyio
-async def test_when_the_computation_they_wait_for_is_cancelled_the_waiting_reads_compute_their_own() -> None:
+async def test_when_the_computation_they_wait_for_is_cancelled_one_of_those_waiting_computes_it() -> None:
     request = SearchRequest("Atlas launch")
+    one_run = await searches_of_one_run(request)
     raw, orchestrator = await gated()
     first = await in_the_store(raw, orchestrator, request)
     second = await behind(orchestrator, request)
+    third = await behind(orchestrator, request)
     first.cancel()  # e.g. its caller's deadline passed
     with pytest.raises(asyncio.CancelledError):
         await first
     raw.gate.set()
-    result = await second
-    assert result.items and not result.warnings
-    assert (await orchestrator.trace(result.trace_id))["stages"]["cache"] == {"hit": False}
+    computed, shared = await asyncio.gather(second, third)
+    assert raw.searches == one_run  # the cancelled read never reached the store; one run for both
+    assert computed.items and not computed.warnings
+    assert (await orchestrator.trace(computed.trace_id))["stages"]["cache"] == {"hit": False}
+    assert (await orchestrator.trace(shared.trace_id))["stages"]["cache"]["answer_of"] == computed.trace_id
 
 
 @pytest.mark.anyio

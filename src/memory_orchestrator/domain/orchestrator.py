@@ -247,13 +247,13 @@ class Orchestrator:
             return await compute(request, None)
         key = cache_key(operation, document)
         hit = cache.get(key)
-        if hit is None:
-            flight = cache.flight(key)
-            if flight is not None:  # the same read is under way: wait for its answer
-                value = await asyncio.shield(flight.answer)
-                if value is not None:
-                    cache.shared += 1
-                    hit = CachedRead(value, value.trace_id, 0.0, shared=True)
+        # The same read under way: wait for its answer. If it fails (or its caller gave up), the
+        # first of those waiting computes it and the others wait for that one.
+        while hit is None and (flight := cache.flight(key)) is not None:
+            value = await asyncio.shield(flight.answer)
+            if value is not None:
+                cache.shared += 1
+                hit = CachedRead(value, value.trace_id, 0.0, shared=True)
         if hit is not None:
             cached: R = await self._from_cache(operation, document, hit, cache.ttl_s)
             return cached
@@ -261,7 +261,7 @@ class Orchestrator:
         try:
             result = await compute(request, "miss")
         except BaseException:
-            cache.finish(flight, None, None)  # those waiting compute their own
+            cache.finish(flight, None, None)  # the first read waiting computes it again
             raise
         # A degraded answer (a channel failed or timed out, a fallback was used) is shared with the
         # reads waiting for it but not kept: the next read must see the store once it has recovered.

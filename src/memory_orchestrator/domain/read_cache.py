@@ -53,7 +53,7 @@ class CachedRead:
 @dataclass(eq=False, slots=True)
 class Flight:
     """One computation of a read under way: its key, what it started at, and its answer to share
-    (``None`` when it failed: those waiting compute their own)."""
+    (``None`` when it failed: one of those waiting computes it again)."""
 
     key: str
     stamp: Stamp
