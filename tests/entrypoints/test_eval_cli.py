@@ -145,11 +145,13 @@ def test_bench_times_mcp_stdio_and_http_and_loads_http_on_sqlite(isolated: Path)
     )  # fmt: skip
     assert code == 0, stderr
     measured = json.loads(stdout)["sizes"][0]["transports"]
-    for path in ("in_process", "stdio", "http"):
+    for path in ("in_process", "stdio", "http", "stdio_bare", "http_bare"):
         assert measured["memory_search_ms"][path]["n"] == 5
+    assert set(measured["added_p50_ms"]) == {"stdio", "http", "stdio_bare", "http_bare"}
     assert [level["clients"] for level in measured["http_load"]] == [1, 3]
     assert all(level["calls"] > 0 and level["errors"] == 0 for level in measured["http_load"])
-    assert "through MCP" in (isolated / "bench" / "bench.md").read_text()
+    report = (isolated / "bench" / "bench.md").read_text()
+    assert "through MCP" in report and "| http_bare |" in report
 
 
 def test_eval_runs_as_a_real_subprocess(isolated: Path) -> None:

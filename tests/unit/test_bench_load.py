@@ -11,7 +11,8 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from memory_orchestrator.evaluation.transports import load
+from memory_orchestrator.evaluation.transports import bare_over_http, load
+from memory_orchestrator.ports import BackendUnavailable
 
 OK = b'{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":false}}'
 TOOL_ERROR = b'{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":true}}'
@@ -82,3 +83,17 @@ async def test_answers_sized_or_chunked_on_one_connection_and_every_kind_of_fail
     assert requests[0]["params"]["arguments"] == {"query": "q"}  # type: ignore[index]
     # a new connection after "Connection: close", after the early close and after the garbled answer
     assert connections[0] >= 4
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("failure", [TOOL_ERROR, RPC_ERROR])
+async def test_the_bare_sequential_calls_time_answers_and_stop_at_a_failed_one(failure: bytes) -> None:
+    calls = [{"query": "a"}, {"query": "b"}, {"query": "c"}]
+    async with stub([_sized(OK), _chunked(OK), _sized(OK)]) as (base, requests, connections):
+        times = await bare_over_http(base, calls, warmup=1)
+    assert len(times) == 2 and all(ms > 0 for ms in times)  # the first call was the warm-up
+    assert [request["params"]["arguments"] for request in requests] == calls  # type: ignore[index]
+    assert connections == [1]
+    async with stub([_sized(OK), _sized(failure)]) as (base, _, _):
+        with pytest.raises(BackendUnavailable, match="memory_search over HTTP failed"):
+            await bare_over_http(base, calls, warmup=0)

@@ -253,7 +253,11 @@ async def _measure_transports(
             in_process.append(elapsed)
     progress.stage(f"MCP transports at {size}", 2 + len(config.load_clients))
     stdio = await transports.over_stdio(store_file, calls, config.warmup)
+    stdio_bare = await transports.bare_over_stdio(store_file, calls, config.warmup)
     progress.advance()
+    # a server of its own, so that neither run is answered from the other's cached reads
+    async with transports.http_server(store_file) as base:
+        http_bare = await transports.bare_over_http(base, calls, config.warmup)
     levels = []
     async with transports.http_server(store_file, workers=config.http_workers) as base:
         http = await transports.over_http(base, calls, config.warmup)
@@ -262,14 +266,21 @@ async def _measure_transports(
             level = await transports.load(base, calls, clients=clients, seconds=config.load_seconds)
             levels.append({**level, "latency_ms": stats(level.pop("latencies"))})
             progress.advance()
-    paths = {"in_process": stats(in_process), "stdio": stats(stdio), "http": stats(http)}
+    # "stdio"/"http": through the MCP SDK's client; "*_bare": the same requests written and their
+    # answers read as bytes, so the difference is the SDK client's own work on each answer
+    paths = {
+        "in_process": stats(in_process),
+        "stdio": stats(stdio),
+        "http": stats(http),
+        "stdio_bare": stats(stdio_bare),
+        "http_bare": stats(http_bare),
+    }
     base_p50 = paths["in_process"]["p50"]
     return {
         "http_workers": config.http_workers,
         "memory_search_ms": paths,
         "added_p50_ms": {
-            "stdio": round(paths["stdio"]["p50"] - base_p50, 3),
-            "http": round(paths["http"]["p50"] - base_p50, 3),
+            path: round(paths[path]["p50"] - base_p50, 3) for path in paths if path != "in_process"
         },
         "http_load": levels,
     }

@@ -92,6 +92,13 @@ def _transport_lines(document: Mapping[str, Any]) -> list[str]:
         for path, cell in measured["memory_search_ms"].items():
             extra = _ms(added[path]) if path in added else "-"
             lines.append(f"| {path} | {_ms(cell['p50'])} | {_ms(cell['p95'])} | {extra} |")
+        if any(path.endswith("_bare") for path in measured["memory_search_ms"]):
+            lines += [
+                "",
+                "stdio and http: through the MCP SDK's client; *_bare: the same requests written and "
+                "their answers read as bytes, without the SDK client's parsing and output-schema "
+                "validation (what the transport and the server add).",
+            ]
         lines += [
             "",
             f"## HTTP load at {row['size']} (memory_search, stateless JSON-RPC, loopback, "

@@ -81,6 +81,104 @@ async def over_stdio(store_file: Path, calls: Sequence[dict[str, Any]], warmup: 
         errlog.close()
 
 
+#: The handshake the bare stdio client makes (a version every 2.x server accepts).
+_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": "init",
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "orchestrator-bench", "version": "1"},
+    },
+}
+
+
+def _search_call(position: int, arguments: dict[str, Any]) -> bytes:
+    body = {
+        "jsonrpc": "2.0",
+        "id": position,
+        "method": "tools/call",
+        "params": {"name": "memory_search", "arguments": arguments},
+    }
+    return json.dumps(body).encode()
+
+
+def _answered(data: bytes) -> bool:
+    """A JSON-RPC answer with a result that is not a failed tool call."""
+    return b'"result"' in data and b'"isError":true' not in data
+
+
+async def bare_over_stdio(store_file: Path, calls: Sequence[dict[str, Any]], warmup: int) -> list[float]:
+    """The calls through a stdio server process, as JSON lines this process writes and reads without
+    parsing them: what the transport and the server add to a call, without the SDK client's own work
+    (its HTTP or stream plumbing, result models and output-schema validation of every answer, ~6 ms
+    of a call over HTTP on the slow machine of the README's performance notes)."""
+    process = await asyncio.create_subprocess_exec(
+        orchestrator_command(),
+        "serve",
+        env=server_environment(store_file),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        limit=64 * 1024 * 1024,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    stdin, stdout = process.stdin, process.stdout
+
+    async def exchange(message: bytes, request_id: bytes) -> bytes:
+        stdin.write(message + b"\n")
+        await stdin.drain()
+        while True:  # skip the server's notifications, if any, up to the answer
+            line = await stdout.readline()
+            if not line:
+                raise BackendUnavailable("the stdio server closed its output", backend="mcp")
+            head = line[:96].replace(b'"id": ', b'"id":')  # the SDK writes the id before the result
+            if b'"id":' + request_id + b"," in head or b'"id":' + request_id + b"}" in head:
+                return line
+
+    times: list[float] = []
+    try:
+        async with asyncio.timeout(READY_TIMEOUT_S):
+            await exchange(json.dumps(_INITIALIZE).encode(), b'"init"')
+        stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        for position, arguments in enumerate(calls):
+            started = time.perf_counter()
+            async with asyncio.timeout(CALL_TIMEOUT_S):
+                answer = await exchange(_search_call(position, arguments), str(position).encode())
+            elapsed = (time.perf_counter() - started) * 1000.0
+            if not _answered(answer):
+                raise BackendUnavailable(f"memory_search over stdio failed: {answer[:300]!r}", backend="mcp")
+            if position >= warmup:
+                times.append(elapsed)
+        return times
+    finally:
+        if process.returncode is None:
+            process.terminate()
+        await process.wait()
+
+
+async def bare_over_http(base: str, calls: Sequence[dict[str, Any]], warmup: int) -> list[float]:
+    """The calls posted one after another on one keep-alive connection, answers read as bytes (see
+    :func:`bare_over_stdio` for why)."""
+    host, port = _address(base)
+    connection = await _Connection.open(host, port)
+    times: list[float] = []
+    try:
+        for position, arguments in enumerate(calls):
+            started = time.perf_counter()
+            async with asyncio.timeout(CALL_TIMEOUT_S):
+                status, data, _ = await connection.post("/mcp", _search_call(position, arguments))
+            elapsed = (time.perf_counter() - started) * 1000.0
+            if status != 200 or not _answered(data):
+                raise BackendUnavailable(f"memory_search over HTTP failed: {data[:300]!r}", backend="mcp")
+            if position >= warmup:
+                times.append(elapsed)
+        return times
+    finally:
+        connection.close()
+
+
 @asynccontextmanager
 async def http_server(store_file: Path, *, workers: int = 1) -> AsyncIterator[str]:
     """A streamable HTTP server (``workers`` processes) on a free loopback port; yields its base URL."""
@@ -147,21 +245,16 @@ async def load(base: str, calls: Sequence[dict[str, Any]], *, clients: int, seco
         connection: _Connection | None = None
         position = offset
         while time.monotonic() < stop:
-            body = {
-                "jsonrpc": "2.0",
-                "id": position,
-                "method": "tools/call",
-                "params": {"name": "memory_search", "arguments": calls[position % len(calls)]},
-            }
+            body = _search_call(position, calls[position % len(calls)])
             position += clients
             started = time.perf_counter()
             try:
                 async with asyncio.timeout(CALL_TIMEOUT_S):
                     if connection is None:
                         connection = await _Connection.open(host, port)
-                    status, data, keep = await connection.post("/mcp", json.dumps(body).encode())
+                    status, data, keep = await connection.post("/mcp", body)
                 # a JSON-RPC error has no "result"; a failed tool call says "isError" in its result
-                failed = status != 200 or b'"result"' not in data or b'"isError":true' in data
+                failed = status != 200 or not _answered(data)
                 if not keep:
                     connection.close()
                     connection = None
