@@ -15,7 +15,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -56,15 +56,26 @@ def server_environment(store_file: Path) -> dict[str, str]:
 
 async def time_calls(client: Client, calls: Sequence[dict[str, Any]], warmup: int) -> list[float]:
     """Milliseconds of each ``memory_search`` call after the first ``warmup`` ones."""
+
+    async def call(_position: int, arguments: dict[str, Any]) -> None:
+        result = await client.call_tool("memory_search", arguments)
+        if result.is_error:
+            raise BackendUnavailable(f"memory_search over MCP failed: {result.content}", backend="mcp")
+
+    return await _timed(calls, warmup, call)
+
+
+async def _timed(
+    calls: Sequence[dict[str, Any]], warmup: int, call: Callable[[int, dict[str, Any]], Awaitable[None]]
+) -> list[float]:
+    """Milliseconds of ``call(position, arguments)`` (raising when the call failed) for each of
+    ``calls`` in turn, after the first ``warmup`` ones."""
     times: list[float] = []
     for position, arguments in enumerate(calls):
         started = time.perf_counter()
-        result = await client.call_tool("memory_search", arguments)
-        elapsed = (time.perf_counter() - started) * 1000.0
-        if result.is_error:
-            raise BackendUnavailable(f"memory_search over MCP failed: {result.content}", backend="mcp")
+        await call(position, arguments)
         if position >= warmup:
-            times.append(elapsed)
+            times.append((time.perf_counter() - started) * 1000.0)
     return times
 
 
@@ -137,21 +148,17 @@ async def bare_over_stdio(store_file: Path, calls: Sequence[dict[str, Any]], war
             if b'"id":' + request_id + b"," in head or b'"id":' + request_id + b"}" in head:
                 return line
 
-    times: list[float] = []
+    async def call(position: int, arguments: dict[str, Any]) -> None:
+        async with asyncio.timeout(CALL_TIMEOUT_S):
+            answer = await exchange(_search_call(position, arguments), str(position).encode())
+        if not _answered(answer):
+            raise BackendUnavailable(f"memory_search over stdio failed: {answer[:300]!r}", backend="mcp")
+
     try:
         async with asyncio.timeout(READY_TIMEOUT_S):
             await exchange(json.dumps(_INITIALIZE).encode(), b'"init"')
         stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-        for position, arguments in enumerate(calls):
-            started = time.perf_counter()
-            async with asyncio.timeout(CALL_TIMEOUT_S):
-                answer = await exchange(_search_call(position, arguments), str(position).encode())
-            elapsed = (time.perf_counter() - started) * 1000.0
-            if not _answered(answer):
-                raise BackendUnavailable(f"memory_search over stdio failed: {answer[:300]!r}", backend="mcp")
-            if position >= warmup:
-                times.append(elapsed)
-        return times
+        return await _timed(calls, warmup, call)
     finally:
         if process.returncode is None:
             process.terminate()
@@ -163,18 +170,15 @@ async def bare_over_http(base: str, calls: Sequence[dict[str, Any]], warmup: int
     :func:`bare_over_stdio` for why)."""
     host, port = _address(base)
     connection = await _Connection.open(host, port)
-    times: list[float] = []
+
+    async def call(position: int, arguments: dict[str, Any]) -> None:
+        async with asyncio.timeout(CALL_TIMEOUT_S):
+            status, data, _ = await connection.post("/mcp", _search_call(position, arguments))
+        if status != 200 or not _answered(data):
+            raise BackendUnavailable(f"memory_search over HTTP failed: {data[:300]!r}", backend="mcp")
+
     try:
-        for position, arguments in enumerate(calls):
-            started = time.perf_counter()
-            async with asyncio.timeout(CALL_TIMEOUT_S):
-                status, data, _ = await connection.post("/mcp", _search_call(position, arguments))
-            elapsed = (time.perf_counter() - started) * 1000.0
-            if status != 200 or not _answered(data):
-                raise BackendUnavailable(f"memory_search over HTTP failed: {data[:300]!r}", backend="mcp")
-            if position >= warmup:
-                times.append(elapsed)
-        return times
+        return await _timed(calls, warmup, call)
     finally:
         connection.close()
 
