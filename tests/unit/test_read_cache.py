@@ -223,6 +223,15 @@ async def behind(orchestrator: Orchestrator, request: SearchRequest) -> asyncio.
     return later
 
 
+async def overlapping(
+    request: SearchRequest, waiting: int
+) -> tuple[GatedBackend, Orchestrator, asyncio.Task[SearchResult], list[asyncio.Task[SearchResult]]]:
+    """A fresh store with one search of ``request`` held in it and ``waiting`` more behind it."""
+    raw, orchestrator = await gated()
+    first = await in_the_store(raw, orchestrator, request)
+    return raw, orchestrator, first, [await behind(orchestrator, request) for _ in range(waiting)]
+
+
 async def searches_of_one_run(request: SearchRequest) -> int:
     """How many keyword searches one pipeline run of ``request`` makes on the same data."""
     raw, orchestrator = await gated()
@@ -235,9 +244,7 @@ async def searches_of_one_run(request: SearchRequest) -> int:
 async def test_identical_reads_that_overlap_share_one_computation_and_their_traces_say_so() -> None:
     request = SearchRequest("Atlas launch")
     one_run = await searches_of_one_run(request)
-    raw, orchestrator = await gated()
-    first = await in_the_store(raw, orchestrator, request)
-    others = [await behind(orchestrator, request) for _ in range(3)]
+    raw, orchestrator, first, others = await overlapping(request, 3)
     raw.gate.set()
     leader, *followers = await asyncio.gather(first, *others)
     assert raw.searches == one_run  # one pipeline run answered all four
@@ -279,10 +286,7 @@ async def test_a_read_after_a_write_does_not_share_a_computation_started_before_
 async def test_when_the_computation_they_wait_for_is_cancelled_one_of_those_waiting_computes_it() -> None:
     request = SearchRequest("Atlas launch")
     one_run = await searches_of_one_run(request)
-    raw, orchestrator = await gated()
-    first = await in_the_store(raw, orchestrator, request)
-    second = await behind(orchestrator, request)
-    third = await behind(orchestrator, request)
+    raw, orchestrator, first, (second, third) = await overlapping(request, 2)
     first.cancel()  # e.g. its caller's deadline passed
     with pytest.raises(asyncio.CancelledError):
         await first
