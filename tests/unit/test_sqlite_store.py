@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import sqlite3
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
+import anyio
 import pytest
 
 from memory_orchestrator.adapters.sqlite import SqliteBackend, create_backend, rows, store_path, writes
@@ -193,35 +196,150 @@ async def test_trace_store_saves_loads_and_prunes(tmp_path: Path) -> None:
 
 
 @pytest.mark.anyio
-async def test_concurrent_trace_saves_are_written_together(tmp_path: Path) -> None:
-    async with SqliteTraceStore(tmp_path / "traces.db", retention=100) as store:
-        inserts: list[str] = []
-        execute = store._conn().execute
+async def test_a_trace_document_reads_back_as_json_dumps_would_give_it(tmp_path: Path) -> None:
+    odd = object()
+    document = {
+        "query": "café \u2028 ✓",
+        "scores": [0.1 + 0.2, float("inf"), -0.0, 10**30],
+        "pair": (1, "two"),
+        3: "an int key",
+        "when": T0,
+        "opaque": odd,
+        "nested": {"flag": True, "none": None},
+    }
+    async with SqliteTraceStore(tmp_path / "traces.db") as store:
+        await store.save("t", T0, document)
+        loaded = await store.load("t")
+        text = (await store._conn().execute_fetchall("SELECT document FROM traces"))[0][0]
+    assert isinstance(text, str)  # TEXT, so SQLite's JSON functions read it (a BLOB would be JSONB)
+    assert "café \u2028 ✓" in text  # UTF-8 as it is, not escaped
+    expected = json.loads(json.dumps(document, default=str))
+    expected["when"] = "2026-01-05T08:30:00Z"  # ISO 8601 where json.dumps would write str(T0)
+    assert loaded == expected
+    assert loaded is not None and loaded["scores"][0] == 0.30000000000000004
 
-        def counted(sql: str, *args: object) -> object:
-            if sql.startswith("INSERT"):
-                inserts.append(sql)
-            return execute(sql, *args)
 
-        store._conn().execute = counted  # type: ignore[method-assign]
-        saves = [store.save(f"t{n}", T0 + timedelta(seconds=n), {"n": n}) for n in range(20)]
-        await asyncio.gather(*saves)
-        assert [await store.load(f"t{n}") for n in range(20)] == [{"n": n} for n in range(20)]
-        assert 1 < len(inserts) < 20  # the first alone, the rest queued behind it in one batch
+class _GatedInserts:
+    """Holds the trace store's INSERTs at a gate the test opens, and counts them."""
+
+    def __init__(self, store: SqliteTraceStore) -> None:
+        self.gate = asyncio.Event()
+        self.inserts: list[str] = []
+        self._execute = store._conn().execute
+        store._conn().execute = self  # type: ignore[method-assign]
+
+    def __call__(self, sql: str, *args: object) -> object:
+        if not sql.startswith("INSERT"):
+            return self._execute(sql, *args)  # as it is (reads use it as a context manager)
+        self.inserts.append(sql)
+        return self._held(sql, *args)
+
+    async def _held(self, sql: str, *args: object) -> object:
+        await self.gate.wait()
+        return await self._execute(sql, *args)
+
+
+def _rows_in_file(path: Path) -> int:
+    with contextlib.closing(sqlite3.connect(path)) as other:
+        return int(other.execute("SELECT count(*) FROM traces").fetchone()[0])
+
+
+async def _turns(count: int = 20) -> None:
+    for _ in range(count):
+        await asyncio.sleep(0)
 
 
 @pytest.mark.anyio
-async def test_a_failed_trace_batch_fails_every_save_in_it(tmp_path: Path) -> None:
+async def test_saves_made_while_the_writer_waits_are_written_together(tmp_path: Path) -> None:
+    async with SqliteTraceStore(tmp_path / "traces.db", retention=100) as store:
+        gated = _GatedInserts(store)
+        gated.gate.set()
+        await asyncio.gather(*(store.save(f"t{n}", T0 + timedelta(seconds=n), {"n": n}) for n in range(20)))
+        assert [await store.load(f"t{n}") for n in range(20)] == [{"n": n} for n in range(20)]
+        assert len(gated.inserts) == 1  # every save queued before the writer ran: one statement
+
+
+@pytest.mark.anyio
+async def test_a_save_returns_before_its_trace_is_written_and_reads_wait_for_it(tmp_path: Path) -> None:
+    path = tmp_path / "traces.db"
+    with anyio.fail_after(10):
+        async with SqliteTraceStore(path) as store:
+            gated = _GatedInserts(store)
+            await store.save("t1", T0, {"n": 1})  # returns with its INSERT held at the gate
+            await _turns()
+            assert gated.inserts and _rows_in_file(path) == 0
+            load = asyncio.ensure_future(store.load("t1"))
+            recent = asyncio.ensure_future(store.recent())
+            await _turns()
+            assert not load.done() and not recent.done()
+            gated.gate.set()
+            assert await load == {"n": 1}
+            assert await recent == [("t1", T0)]
+            assert _rows_in_file(path) == 1
+
+
+@pytest.mark.anyio
+async def test_a_save_waits_for_the_writer_when_too_many_are_queued(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory_orchestrator.adapters.sqlite import trace_store
+
+    monkeypatch.setattr(trace_store, "MAX_QUEUED", 3)
+    with anyio.fail_after(10):
+        async with SqliteTraceStore(tmp_path / "traces.db") as store:
+            gated = _GatedInserts(store)
+            await store.save("t0", T0, {"n": 0})
+            await _turns()  # the writer took t0 and waits at the gate
+            await store.save("t1", T0, {"n": 1})
+            await store.save("t2", T0, {"n": 2})
+            third = asyncio.ensure_future(store.save("t3", T0, {"n": 3}))
+            await _turns()
+            assert not third.done()  # three queued behind the write under way
+            gated.gate.set()
+            await third
+            assert [await store.load(f"t{n}") for n in range(4)] == [{"n": n} for n in range(4)]
+
+
+@pytest.mark.anyio
+async def test_closing_the_store_writes_what_is_queued(tmp_path: Path) -> None:
+    store = SqliteTraceStore(tmp_path / "traces.db")
+    await store.open()
+    for n in range(3):
+        await store.save(f"t{n}", T0, {"n": n})
+    await store.aclose()
+    async with SqliteTraceStore(tmp_path / "traces.db") as reopened:
+        assert [await reopened.load(f"t{n}") for n in range(3)] == [{"n": n} for n in range(3)]
+
+
+@pytest.mark.anyio
+async def test_a_failed_trace_write_is_logged_and_counted_and_the_next_one_is_written(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     async with SqliteTraceStore(tmp_path / "traces.db") as store:
         await store.save("before", T0, {"n": 0})
+        await store.flush()
         await store._conn().execute("DROP TABLE traces")
-        outcomes = await asyncio.gather(
-            *(store.save(f"t{n}", T0, {"n": n}) for n in range(5)), return_exceptions=True
-        )
-        assert all(isinstance(outcome, BackendUnavailable) for outcome in outcomes)
+        await asyncio.gather(*(store.save(f"t{n}", T0, {"n": n}) for n in range(5)))  # the caller goes on
+        await store.flush()
+        assert store.failed == 5
+        assert "5 trace(s) not stored: no such table: traces" in caplog.text
         await store._conn().execute(SCHEMA)
         await store.save("after", T0, {"n": 1})
         assert await store.load("after") == {"n": 1}
+        assert store.failed == 5
+
+
+@pytest.mark.anyio
+async def test_a_document_json_cannot_carry_is_lost_alone(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with SqliteTraceStore(tmp_path / "traces.db") as store:
+        await store.save("bad", T0, {"query": "lone \ud800 surrogate"})
+        await store.save("good", T0, {"query": "fine"})
+        assert await store.load("good") == {"query": "fine"}
+        assert await store.load("bad") is None
+        assert store.failed == 1
+        assert "trace bad cannot be encoded" in caplog.text
 
 
 @pytest.mark.anyio

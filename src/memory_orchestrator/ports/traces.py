@@ -20,7 +20,8 @@ class TraceStore(Protocol):
         ...
 
     async def save(self, trace_id: str, created_at: datetime, document: Mapping[str, Any]) -> None:
-        """Store (or replace) one trace document."""
+        """Store (or replace) one trace document. It may be written after this returns (the SQLite
+        store writes behind its callers); ``load`` and ``recent`` see it either way."""
         ...
 
     async def load(self, trace_id: str) -> Mapping[str, Any] | None:
