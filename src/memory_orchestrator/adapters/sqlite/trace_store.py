@@ -149,8 +149,9 @@ class SqliteTraceStore:
         for trace_id, created_at, document in rows:
             try:
                 encoded.append((trace_id, created_at, encode(document)))
-            except ValueError as exc:  # a string JSON cannot carry (a lone surrogate)
+            except Exception as exc:  # a string JSON cannot carry (a lone surrogate), a cycle...
                 self._lost(1, f"trace {trace_id} cannot be encoded: {exc}")
+        written = 0
         try:
             for start in range(0, len(encoded), MAX_BATCH):
                 chunk = encoded[start : start + MAX_BATCH]
@@ -159,7 +160,8 @@ class SqliteTraceStore:
                     f"INSERT OR REPLACE INTO traces (trace_id, created_at, document) VALUES {values}",
                     [value for row in chunk for value in row],
                 )
-            self._unpruned += len(encoded)
+                written += len(chunk)
+            self._unpruned += written
             if self._unpruned >= max(1, self.retention // 16):
                 self._unpruned = 0
                 # Keep the newest `retention` rows; the index makes the offset lookup cheap.
@@ -168,11 +170,14 @@ class SqliteTraceStore:
                     "ORDER BY created_at DESC, trace_id DESC LIMIT -1 OFFSET ?)",
                     (self.retention,),
                 )
-        except (sqlite3.Error, ValueError) as exc:  # ValueError: aiosqlite's closed connection
-            self._lost(len(encoded), str(exc))
+        except Exception as exc:  # sqlite3.Error, aiosqlite's ValueError once closed: never stop writing
+            self._lost(len(encoded) - written, str(exc))
 
     def _lost(self, traces: int, reason: str) -> None:
         self.failed += traces
+        if not traces:  # written, but the prune failed: the next one tries again
+            LOG.warning("trace store %s: pruning failed: %s", self.path, reason)
+            return
         LOG.warning("trace store %s: %d trace(s) not stored: %s", self.path, traces, reason)
 
     async def load(self, trace_id: str) -> Mapping[str, Any] | None:
