@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime, timedelta
 
@@ -20,6 +21,7 @@ from memory_orchestrator.domain.requests import (
     SearchRequest,
     WriteRequest,
 )
+from memory_orchestrator.domain.results import SearchResult
 from memory_orchestrator.ports import (
     Edge,
     EdgeType,
@@ -208,6 +210,24 @@ async def test_results_and_traces_are_json_safe() -> None:
     assert set(document["stages"]) >= {"retrieval", "ranking", "dedup"}
     assert document["plan"]["canonical"] == "Atlas launch"
     assert document["result"]["items"][0]["signals"]["relevance"] > 0
+
+
+@pytest.mark.anyio
+async def test_a_result_converts_the_same_each_time_into_dicts_of_its_own() -> None:
+    result = await orchestrator(await store()).search(SearchRequest("Atlas launch"))
+    first = result.to_dict()
+    first["items"][0]["signals"]["relevance"] = -1.0  # a caller changing what it got
+    first["items"][0]["created_at"] = "changed"
+    again = result.to_dict()
+    assert again["items"][0]["signals"]["relevance"] > 0
+    assert again["items"][0]["created_at"].endswith("Z")
+    assert again == made_anew(result).to_dict()
+
+
+def made_anew(result: SearchResult) -> SearchResult:
+    """The same result made anew (nothing computed by an earlier ``to_dict`` carried over)."""
+    items = tuple(dataclasses.replace(item) for item in result.items)
+    return dataclasses.replace(result, items=items)
 
 
 @pytest.mark.anyio

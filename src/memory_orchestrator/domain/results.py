@@ -6,7 +6,7 @@ Datetimes become RFC 3339 strings (``ports.format_timestamp``), enums their valu
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any
@@ -68,23 +68,35 @@ class ResultItem:
     superseded: bool = False
     superseded_by: tuple[str, ...] = ()
     truncated: bool = False
+    #: The rounded score and signals and the formatted time of ``to_dict``, made at its first call:
+    #: they were most of its time (``round(x, n)`` formats the float), and an answer kept by the read
+    #: cache is converted once per call that gets it.
+    _wire: tuple[float, dict[str, float], str] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "signals", MappingProxyType(dict(self.signals)))
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-safe form."""
+        wire = self._wire
+        if wire is None:
+            signals = {name: round(value, 6) for name, value in self.signals.items()}
+            wire = (round(self.score, 6), signals, format_timestamp(self.created_at))
+            object.__setattr__(self, "_wire", wire)
+        score, signals, created_at = wire
         return {
             "memory_id": self.memory_id,
             "content": self.content,
             "summary": self.summary,
-            "score": round(self.score, 6),
-            "signals": {name: round(value, 6) for name, value in self.signals.items()},
+            "score": score,
+            "signals": dict(signals),
             "reasons": list(self.reasons),
             "entities": list(self.entities),
             "category": self.category,
             "source": self.source,
-            "created_at": format_timestamp(self.created_at),
+            "created_at": created_at,
             "channels": list(self.channels),
             "path": [step.to_dict() for step in self.path],
             "absorbed_ids": list(self.absorbed_ids),
