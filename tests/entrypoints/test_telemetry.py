@@ -9,11 +9,12 @@ import logging
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from memory_orchestrator.adapters.sqlite.trace_store import SqliteTraceStore
 from memory_orchestrator.domain.requests import SearchRequest
 from memory_orchestrator.domain.trace import Trace, new_trace_id
 from memory_orchestrator.entrypoints.cli.progress import TerminalProgress, describe_eta, describe_rate
@@ -97,6 +98,19 @@ async def test_metrics_count_what_the_traces_and_calls_say(tmp_path: Path) -> No
     assert samples[("orchestrator_channel_candidates_count", (("channel", "keyword"),))] == 2
     retrieval = (("operation", "search"), ("stage", "retrieval"))
     assert samples[("orchestrator_stage_latency_seconds_count", retrieval)] == 2  # the cache hit skips it
+
+
+@pytest.mark.anyio
+async def test_traces_a_failed_write_lost_reach_the_metrics(tmp_path: Path) -> None:
+    settings = _settings(tmp_path)
+    settings.features.store_traces = True  # the SQLite trace store, written behind the answers
+    metrics = Metrics()
+    async with open_runtime(settings, on_lost_traces=metrics.observe_lost_traces) as runtime:
+        store = cast(SqliteTraceStore, runtime.traces)
+        await store._conn().execute("DROP TABLE traces")
+        result = await runtime.orchestrator.search(SearchRequest(query="anything"))
+        assert not result.warnings  # the answer went out before its trace was written
+    assert _samples(metrics)[("orchestrator_traces_lost_total", ())] == 1
 
 
 def test_two_metrics_objects_do_not_share_counts() -> None:

@@ -315,13 +315,14 @@ async def test_closing_the_store_writes_what_is_queued(tmp_path: Path) -> None:
 async def test_a_failed_trace_write_is_logged_and_counted_and_the_next_one_is_written(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async with SqliteTraceStore(tmp_path / "traces.db") as store:
+    lost: list[int] = []
+    async with SqliteTraceStore(tmp_path / "traces.db", on_lost=lost.append) as store:
         await store.save("before", T0, {"n": 0})
         await store.flush()
         await store._conn().execute("DROP TABLE traces")
         await asyncio.gather(*(store.save(f"t{n}", T0, {"n": n}) for n in range(5)))  # the caller goes on
         await store.flush()
-        assert store.failed == 5
+        assert store.failed == 5 and lost == [5]
         assert "5 trace(s) not stored: no such table: traces" in caplog.text
         await store._conn().execute(SCHEMA)
         await store.save("after", T0, {"n": 1})

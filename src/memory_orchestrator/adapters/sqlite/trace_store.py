@@ -6,7 +6,7 @@ import asyncio
 import json
 import logging
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -57,7 +57,15 @@ class SqliteTraceStore:
     batch tries again.
     """
 
-    def __init__(self, path: Path | str, *, retention: int = 1000, busy_timeout_ms: int = 5000) -> None:
+    def __init__(
+        self,
+        path: Path | str,
+        *,
+        retention: int = 1000,
+        busy_timeout_ms: int = 5000,
+        on_lost: Callable[[int], None] | None = None,
+    ) -> None:
+        """``on_lost``: told how many traces each failed write lost (the server's metrics)."""
         if retention < 0:
             raise InvalidRequest("trace retention must be 0 or more")
         self.path = Path(path)
@@ -75,6 +83,7 @@ class SqliteTraceStore:
         self._writer: asyncio.Task[None] | None = None
         #: Traces whose write failed since the store was made (logged as they fail).
         self.failed = 0
+        self.on_lost = on_lost
 
     async def open(self) -> None:
         """Create the file and table if needed. Idempotent."""
@@ -179,6 +188,11 @@ class SqliteTraceStore:
             LOG.warning("trace store %s: pruning failed: %s", self.path, reason)
             return
         LOG.warning("trace store %s: %d trace(s) not stored: %s", self.path, traces, reason)
+        if self.on_lost is not None:
+            try:
+                self.on_lost(traces)
+            except Exception:  # metrics must never stop the writer
+                LOG.exception("trace store: the lost-trace observer failed")
 
     async def load(self, trace_id: str) -> Mapping[str, Any] | None:
         """The stored document, or ``None``."""

@@ -14,7 +14,11 @@ from typing import TYPE_CHECKING
 
 from memory_orchestrator.domain.trace import InProcessTraceStore
 from memory_orchestrator.entrypoints.config.settings import Settings
-from memory_orchestrator.entrypoints.telemetry.observed_traces import ObservedTraceStore, TraceObserver
+from memory_orchestrator.entrypoints.telemetry.observed_traces import (
+    LostTraces,
+    ObservedTraceStore,
+    TraceObserver,
+)
 from memory_orchestrator.plugins.manager import PluginManager, load_plugins
 from memory_orchestrator.ports import (
     BackendUnavailable,
@@ -105,13 +109,14 @@ def build_channels(settings: Settings, plugins: PluginManager) -> tuple[Retrieva
     return tuple(plugins.create_channel(name, section.options.get(name, {})) for name in section.enabled)
 
 
-def build_trace_store(settings: Settings) -> TraceStore | None:
-    """The persistent trace store next to the data, or ``None`` when traces are not stored."""
+def build_trace_store(settings: Settings, *, on_lost: LostTraces | None = None) -> TraceStore | None:
+    """The persistent trace store next to the data, or ``None`` when traces are not stored;
+    ``on_lost`` is told how many traces each of its failed writes lost."""
     if not settings.features.store_traces or settings.traces.retention == 0:
         return None
     from memory_orchestrator.adapters.sqlite.trace_store import SqliteTraceStore
 
-    return SqliteTraceStore(settings.trace_path(), retention=settings.traces.retention)
+    return SqliteTraceStore(settings.trace_path(), retention=settings.traces.retention, on_lost=on_lost)
 
 
 def build_orchestrator(
@@ -172,15 +177,17 @@ async def open_runtime(
     plugins: PluginManager | None = None,
     store: str | None = None,
     observer: TraceObserver | None = None,
+    on_lost_traces: LostTraces | None = None,
 ) -> AsyncIterator[Runtime]:
     """Open backend and trace store, build the Orchestrator, close everything on exit.
 
-    Every saved trace names its store and is handed to ``observer`` (the server's metrics), if any.
+    Every saved trace names its store and is handed to ``observer`` (the server's metrics), if any;
+    ``on_lost_traces`` is told how many traces each failed write of the trace store lost.
     """
     plugins = plugins or build_plugins(settings)
     scorers = build_scorers(settings, plugins)
     channels = build_channels(settings, plugins)
-    traces = build_trace_store(settings)
+    traces = build_trace_store(settings, on_lost=on_lost_traces)
     async with contextlib.AsyncExitStack() as stack:
         backend = await stack.enter_async_context(open_backend(settings, plugins, store=store))
         if traces is not None:

@@ -32,7 +32,7 @@ from memory_orchestrator.entrypoints.mcp.server import (
 )
 from memory_orchestrator.entrypoints.mcp.state import ServerOptions, StoreExists, StoreHandle, StoreOpener
 from memory_orchestrator.entrypoints.mcp.store_listing import store_listing
-from memory_orchestrator.entrypoints.telemetry.observed_traces import TraceObserver
+from memory_orchestrator.entrypoints.telemetry.observed_traces import LostTraces, TraceObserver
 from memory_orchestrator.ports import OrchestratorError
 
 #: What a first tool call imports that the start-up leaves out: ``serve`` (stdio) answers its first
@@ -74,14 +74,20 @@ def token_registry(settings: Settings) -> TokenRegistry:
     return TokenRegistry(grants)
 
 
-def store_opener(settings: Settings, observer: TraceObserver | None = None) -> StoreOpener:
+def store_opener(
+    settings: Settings, observer: TraceObserver | None = None, on_lost_traces: LostTraces | None = None
+) -> StoreOpener:
     """Opens one runtime (backend + orchestrator) per store, sharing the loaded plugins; every saved
-    trace goes to ``observer`` (the metrics), if any."""
+    trace goes to ``observer``, and the count of traces a failed write lost to ``on_lost_traces``
+    (the metrics), if any."""
     plugins = build_plugins(settings)
 
     @asynccontextmanager
     async def open_store(store: str) -> AsyncIterator[StoreHandle]:
-        async with open_runtime(settings, plugins=plugins, store=store, observer=observer) as runtime:
+        opened = open_runtime(
+            settings, plugins=plugins, store=store, observer=observer, on_lost_traces=on_lost_traces
+        )
+        async with opened as runtime:
             yield runtime
 
     return open_store
@@ -180,9 +186,8 @@ def serve_http_processes(
         server_options(settings, default_store=store, http=True), on_call=metrics.observe_call
     )
     exists = store_exists(settings, options.default_store)
-    server = build_server(
-        store_opener(settings, metrics.observe_trace), options, exists=exists, listing=store_listing(settings)
-    )
+    opener = store_opener(settings, metrics.observe_trace, metrics.observe_lost_traces)
+    server = build_server(opener, options, exists=exists, listing=store_listing(settings))
     mount_metrics(server, metrics)
     limits = HttpLimits(**settings.http.model_dump(exclude={"workers"}))
     warm_up(settings)

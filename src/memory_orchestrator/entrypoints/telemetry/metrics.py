@@ -29,6 +29,7 @@ STAGE_DOC = "Pipeline stage latency, from traces."
 CHANNEL_DOC = "Candidates one retrieval channel returned for one read."
 DEPTH_DOC = "Distinct memories retrieval handed on after fusion, per read."
 ERRORS_DOC = "Failed tool calls by error kind; reads answered with warnings as kind 'degraded'."
+LOST_DOC = "Traces the trace store could not write (written after the answers; each failure is logged)."
 
 
 class Metrics:
@@ -59,12 +60,17 @@ class Metrics:
         self.dedup_merged = counter("dedup_merged_total", "Items merged away as duplicates.")
         self.cache = counter("cache_requests_total", "Read cache look-ups by result.", ("result",))
         self.errors = counter("errors_total", ERRORS_DOC, ("kind",))
+        self.traces_lost = counter("traces_lost_total", LOST_DOC)
 
     def observe_call(self, tool: str, status: str, seconds: float) -> None:
         """One MCP tool call ended (``status`` is ``ok`` or the error's class name)."""
         self.tool_seconds.labels(tool, "ok" if status == "ok" else "error").observe(seconds)
         if status != "ok":
             self.errors.labels(status).inc()
+
+    def observe_lost_traces(self, count: int) -> None:
+        """A write of the trace store failed and lost ``count`` traces (each answer had gone out)."""
+        self.traces_lost.inc(count)
 
     def observe_trace(self, document: Mapping[str, Any]) -> None:
         """A trace was saved: record its stages, channels, expansion, dedup and cache figures."""

@@ -17,6 +17,8 @@ from memory_orchestrator.ports import TraceStore
 LOG = logging.getLogger("memory_orchestrator")
 #: Called with every saved trace document; must be cheap and must not raise (errors are logged).
 TraceObserver = Callable[[Mapping[str, Any]], None]
+#: Called with how many traces a failed write of the trace store lost (written behind the answers).
+LostTraces = Callable[[int], None]
 
 
 class ObservedTraceStore:
