@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 from datetime import UTC, datetime
 
+import anyio
 import pytest
 
 from memory_orchestrator.adapters.memory import InMemoryBackend
@@ -169,6 +170,27 @@ def test_an_unreadable_store_version_caches_nothing() -> None:
     assert cache.get("k") is None  # nothing was kept without a version
 
 
+def test_an_expired_answer_is_servable_only_on_an_unchanged_watched_store_within_twice_the_ttl() -> None:
+    ticks, version = Ticks(), Version()
+    watched, unwatched = ReadCache(10, clock=ticks), ReadCache(10, clock=ticks)
+    watched.watch(version)
+    for cache in (watched, unwatched):
+        cache.put("k", "answer", "tr-1", stamp=cache.stamp())
+    ticks.now += 10
+    assert watched.get("k") is None and unwatched.get("k") is None  # expired: a miss
+    stale = watched.stale("k")
+    assert stale is not None and stale.stale and stale.value == "answer" and stale.age_s == 10
+    assert unwatched.stale("k") is None  # others' writes are seen only through the TTL there
+    ticks.now += 9.9
+    assert watched.stale("k") is not None
+    version.value = 2  # someone changed the store
+    assert watched.stale("k") is None
+    version.value = 1
+    ticks.now += 0.1  # twice the TTL
+    assert watched.get("k") is None and watched.stale("k") is None
+    assert watched.stale_served == 2
+
+
 @pytest.mark.anyio
 async def test_a_degraded_answer_is_not_cached_so_the_first_read_after_recovery_is_right() -> None:
     raw, _, orchestrator, _ticks = await setup()
@@ -195,13 +217,17 @@ class GatedBackend(CountingBackend):
         return await super().search(*args, **kwargs)
 
 
-async def gated() -> tuple[GatedBackend, Orchestrator]:
+async def gated(
+    ticks: Ticks | None = None, version: Version | None = None
+) -> tuple[GatedBackend, Orchestrator]:
     raw = GatedBackend(clock=FixedClock(NOW))
     await raw.open()
     raw.gate.set()
     for text in ("Atlas launch moved to April.", "Vendor X ships lidar sensors.", "Atlas review done."):
         await raw.remember(NewMemory(text, entities=("Atlas",) if "Atlas" in text else ()))
-    cache = ReadCache(10, clock=Ticks())
+    cache = ReadCache(10, clock=ticks or Ticks())
+    if version is not None:
+        cache.watch(version)
     orchestrator = Orchestrator(NotifyingBackend(raw, cache.invalidate), clock=FixedClock(NOW), cache=cache)
     raw.gate.clear()
     return raw, orchestrator
@@ -313,3 +339,67 @@ async def test_a_degraded_answer_is_shared_with_the_reads_waiting_for_it_but_not
     raw.heal()
     recovered = await orchestrator.search(request)
     assert (await orchestrator.trace(recovered.trace_id))["stages"]["cache"] == {"hit": False}
+
+
+async def _refreshed(orchestrator: Orchestrator) -> None:
+    await asyncio.gather(*orchestrator._refreshes)
+
+
+@pytest.mark.anyio
+async def test_an_expired_answer_is_served_while_one_read_refreshes_it_in_the_background() -> None:
+    request, ticks = SearchRequest("Atlas launch"), Ticks()
+    raw, orchestrator = await gated(ticks, Version())
+    raw.gate.set()
+    first = await orchestrator.search(request)
+    one_run = raw.searches
+    ticks.now += 12  # past the TTL, the store unchanged
+    raw.gate.clear()
+    with anyio.fail_after(5):
+        served = await orchestrator.search(request)  # not held by the refresh at the gate
+        again = await orchestrator.search(request)
+    for answer in (served, again):
+        stage = (await orchestrator.trace(answer.trace_id))["stages"]["cache"]
+        assert stage["stale"] is True and stage["answer_of"] == first.trace_id and stage["age_s"] == 12
+        assert answer.items == first.items
+    await raw.waiting.wait()
+    assert len(orchestrator._refreshes) == 1  # one refresh for both reads
+    raw.gate.set()
+    await _refreshed(orchestrator)
+    assert raw.searches == 2 * one_run
+    fresh = await orchestrator.search(request)
+    stage = (await orchestrator.trace(fresh.trace_id))["stages"]["cache"]
+    assert "stale" not in stage and stage["answer_of"] not in (first.trace_id, served.trace_id)
+    assert raw.searches == 2 * one_run
+
+
+@pytest.mark.anyio
+async def test_an_answer_older_than_twice_the_ttl_or_of_a_changed_store_is_computed_by_the_read() -> None:
+    request, ticks, version = SearchRequest("Atlas launch"), Ticks(), Version()
+    raw, orchestrator = await gated(ticks, version)
+    raw.gate.set()
+    await orchestrator.search(request)
+    one_run = raw.searches
+    for step in (lambda: setattr(ticks, "now", ticks.now + 20), lambda: setattr(version, "value", 7)):
+        step()
+        answer = await orchestrator.search(request)
+        stage = (await orchestrator.trace(answer.trace_id))["stages"]["cache"]
+        assert stage == {"hit": False} and not orchestrator._refreshes
+    assert raw.searches == 3 * one_run
+
+
+@pytest.mark.anyio
+async def test_a_failed_refresh_leaves_the_next_read_past_the_stale_window_to_compute() -> None:
+    request, ticks = SearchRequest("Atlas launch"), Ticks()
+    raw, orchestrator = await gated(ticks, Version())
+    raw.gate.set()
+    await orchestrator.search(request)
+    ticks.now += 12
+    raw.fail_always("search")
+    raw.fail_always("recall")
+    stale = await orchestrator.search(request)
+    await _refreshed(orchestrator)  # degraded (the store failed): shared with nobody, not kept
+    assert stale.items and not stale.warnings
+    raw.heal()
+    ticks.now += 9  # past twice the TTL
+    recovered = await orchestrator.search(request)
+    assert recovered.items and not recovered.warnings

@@ -8,6 +8,7 @@ what is available with explicit warnings, also written to the trace. Invalid inp
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import dataclasses
 import time
 from collections import OrderedDict
@@ -63,6 +64,8 @@ from memory_orchestrator.ports import (
 DEFAULT_CONFIG = PipelineConfig()
 #: Trace documents kept in process after saving (see ``Orchestrator.trace``).
 RECENT_TRACES = 32
+#: Expired answers refreshed in the background at once at most (see ``Orchestrator._cached``).
+MAX_REFRESHES = 4
 PASSTHROUGH_REASON = "passthrough: backend recall"
 REPLAYABLE = ("search", "context")
 #: A read result (search, context, expand): frozen, with a ``trace_id``.
@@ -92,6 +95,8 @@ class Orchestrator:
         self.channels = tuple(channels)
         self.clock: Clock = clock or SystemClock()
         self.traces: TraceStore = traces or InProcessTraceStore(config.trace_retention)
+        #: Refreshes of expired answers under way (``_cached``), kept so they are not collected.
+        self._refreshes: set[asyncio.Task[None]] = set()
         #: The newest trace documents as saved, so reading a trace just written (the MCP layer does,
         #: for its log) costs no round trip to the trace store.
         self._recent_traces: OrderedDict[str, dict[str, Any]] = OrderedDict()
@@ -247,6 +252,10 @@ class Orchestrator:
             return await compute(request, None)
         key = cache_key(operation, document)
         hit = cache.get(key)
+        # Expired, but the (watched) store has not changed: served as it is while one read refreshes
+        # it in the background, so that many answers expiring together under load hold no reader.
+        if hit is None and (hit := cache.stale(key)) is not None and cache.flight(key) is None:
+            self._refresh(key, compute, request)
         # The same read under way: wait for its answer. If it fails (or its caller gave up), the
         # first of those waiting computes it and the others wait for that one.
         while hit is None and (flight := cache.flight(key)) is not None:
@@ -268,15 +277,40 @@ class Orchestrator:
         cache.finish(flight, result, None if result.warnings else result.trace_id)
         return result
 
+    def _refresh(self, key: str, compute: Callable[[Any, str | None], Awaitable[Any]], request: Any) -> None:
+        """Compute ``request`` again in the background, as the computation identical reads share
+        and keep (``ReadCache.start``/``finish``); at most ``MAX_REFRESHES`` at once (past that the
+        stale answer is served until a read finds it too old and computes it itself)."""
+        cache = self.cache
+        if cache is None or len(self._refreshes) >= MAX_REFRESHES:
+            return
+        flight = cache.start(key)
+
+        async def refresh() -> None:
+            try:
+                result = await compute(request, "miss")
+            except Exception:  # the next read past the stale window computes it (and reports it)
+                cache.finish(flight, None, None)
+                return
+            except BaseException:
+                cache.finish(flight, None, None)
+                raise
+            cache.finish(flight, result, None if result.warnings else result.trace_id)
+
+        # a context of its own: not the request's (its log lines' request id, its reserved trace id)
+        task = asyncio.get_running_loop().create_task(refresh(), context=contextvars.Context())
+        self._refreshes.add(task)
+        task.add_done_callback(self._refreshes.discard)
+
     async def _from_cache(
         self, operation: str, document: dict[str, Any], hit: CachedRead, ttl_s: float
     ) -> Any:
         """A cached (or shared) answer under a trace of its own that says where the answer came from."""
         started = time.perf_counter()
         trace = self._trace(operation, document)
-        shared = {"shared": True} if hit.shared else {}
+        flags = {"shared": True} if hit.shared else {"stale": True} if hit.stale else {}
         trace.record(
-            "cache", hit=True, answer_of=hit.trace_id, age_s=round(hit.age_s, 3), ttl_s=ttl_s, **shared
+            "cache", hit=True, answer_of=hit.trace_id, age_s=round(hit.age_s, 3), ttl_s=ttl_s, **flags
         )
         trace.result_ids = [item.memory_id for item in hit.value.items]
         trace.timings_ms["cache"] = round((time.perf_counter() - started) * 1000, 3)

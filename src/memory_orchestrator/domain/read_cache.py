@@ -15,6 +15,12 @@ wait for that computation and share its answer (:meth:`ReadCache.start`, :meth:`
 :meth:`ReadCache.finish`), unless we wrote, or the watched store changed, since it started. So a
 burst of identical reads (many agents asking the same thing, or many answers expiring together
 under load) costs one pipeline run per distinct read, not one per caller.
+
+Stale while refreshed: on a watched store, an answer past its TTL whose store version has not
+changed since it was computed can differ from a fresh computation only by the passing of time (what
+"now" and recency make of it). Up to twice the TTL it is served (:meth:`ReadCache.stale`) while one
+read refreshes it in the background (``Orchestrator._cached``), so that answers expiring together
+under load hold no reader; past that, or once anything changed, a read computes it as above.
 """
 
 from __future__ import annotations
@@ -48,6 +54,8 @@ class CachedRead:
     age_s: float
     #: The answer of an identical read that was running when this one came, shared, not kept.
     shared: bool = False
+    #: Past its time-to-live on a watched store that has not changed: served while it is refreshed.
+    stale: bool = False
 
 
 @dataclass(eq=False, slots=True)
@@ -88,6 +96,8 @@ class ReadCache:
         self.misses = 0
         #: Reads answered by an identical read's computation that was under way.
         self.shared = 0
+        #: Reads answered past the TTL while the answer was refreshed (:meth:`stale`).
+        self.stale_served = 0
         self._flights: dict[str, Flight] = {}
 
     @property
@@ -110,17 +120,36 @@ class ReadCache:
 
     def get(self, key: str) -> CachedRead | None:
         """The fresh answer under ``key``, counted as a hit; ``None`` (a miss) otherwise: none kept,
-        older than the TTL, or the store has changed since (a watched version)."""
+        older than the TTL, or the store has changed since (a watched version). An answer past its
+        TTL is kept for :meth:`stale` while that may still serve it."""
         entry = self._entries.get(key)
         now = self._clock()
         if entry is None or now - entry[0] >= self.ttl_s or not self._unchanged_since(entry[3]):
-            if entry is not None:
+            if entry is not None and not self._servable_stale(entry, now):
                 del self._entries[key]
             self.misses += 1
             return None
         self._entries.move_to_end(key)
         self.hits += 1
         return CachedRead(value=entry[2], trace_id=entry[1], age_s=now - entry[0])
+
+    def stale(self, key: str) -> CachedRead | None:
+        """The answer under ``key`` that has outlived its TTL by less than another TTL, on a watched
+        store whose version is still the one it was computed at (so only the passing of time can
+        make it differ from a fresh computation: "now" and recency); ``None`` otherwise. Served while
+        one refresh of it runs, so that answers expiring under load do not hold their readers."""
+        entry = self._entries.get(key)
+        now = self._clock()
+        if entry is None or not self._servable_stale(entry, now):
+            return None
+        self._entries.move_to_end(key)
+        self.stale_served += 1
+        return CachedRead(value=entry[2], trace_id=entry[1], age_s=now - entry[0], stale=True)
+
+    def _servable_stale(self, entry: tuple[float, str, Any, int | None], now: float) -> bool:
+        return (
+            self._version is not None and now - entry[0] < 2 * self.ttl_s and self._unchanged_since(entry[3])
+        )
 
     def _unchanged_since(self, version: int | None) -> bool:
         # an unreadable version (None) never equals a kept one: ``put`` keeps none without one
