@@ -379,27 +379,35 @@ async def test_an_answer_older_than_twice_the_ttl_or_of_a_changed_store_is_compu
     raw.gate.set()
     await orchestrator.search(request)
     one_run = raw.searches
-    for step in (lambda: setattr(ticks, "now", ticks.now + 20), lambda: setattr(version, "value", 7)):
-        step()
-        answer = await orchestrator.search(request)
+    ticks.now += 20  # twice the TTL
+    too_old = await orchestrator.search(request)
+    version.value = 7  # someone changed the store
+    changed = await orchestrator.search(request)
+    for answer in (too_old, changed):
         stage = (await orchestrator.trace(answer.trace_id))["stages"]["cache"]
         assert stage == {"hit": False} and not orchestrator._refreshes
     assert raw.searches == 3 * one_run
 
 
 @pytest.mark.anyio
-async def test_a_failed_refresh_leaves_the_next_read_past_the_stale_window_to_compute() -> None:
+async def test_a_failed_refresh_is_not_kept_and_the_stale_answer_is_served_until_one_succeeds() -> None:
     request, ticks = SearchRequest("Atlas launch"), Ticks()
     raw, orchestrator = await gated(ticks, Version())
     raw.gate.set()
-    await orchestrator.search(request)
+    first = await orchestrator.search(request)
     ticks.now += 12
     raw.fail_always("search")
     raw.fail_always("recall")
     stale = await orchestrator.search(request)
-    await _refreshed(orchestrator)  # degraded (the store failed): shared with nobody, not kept
-    assert stale.items and not stale.warnings
+    await _refreshed(orchestrator)  # degraded (the store failed): not kept
     raw.heal()
-    ticks.now += 9  # past twice the TTL
-    recovered = await orchestrator.search(request)
-    assert recovered.items and not recovered.warnings
+    again = await orchestrator.search(request)  # the old answer, not the degraded one
+    await _refreshed(orchestrator)
+    fresh = await orchestrator.search(request)
+    for answer in (stale, again):
+        stage = (await orchestrator.trace(answer.trace_id))["stages"]["cache"]
+        assert stage["stale"] is True and stage["answer_of"] == first.trace_id
+        assert answer.items == first.items and not answer.warnings
+    stage = (await orchestrator.trace(fresh.trace_id))["stages"]["cache"]
+    assert "stale" not in stage and stage["answer_of"] != first.trace_id
+    assert fresh.items and not fresh.warnings
