@@ -8,6 +8,7 @@ what is available with explicit warnings, also written to the trace. Invalid inp
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import dataclasses
 import time
@@ -23,7 +24,7 @@ from memory_orchestrator.domain.graph_walks import run_expand
 from memory_orchestrator.domain.packaging import pack, summarise
 from memory_orchestrator.domain.pipeline import PipelineInput, PipelineRun, run_pipeline
 from memory_orchestrator.domain.planner import canonicalise
-from memory_orchestrator.domain.read_cache import CachedRead, ReadCache, cache_key
+from memory_orchestrator.domain.read_cache import CachedRead, Flight, ReadCache, cache_key
 from memory_orchestrator.domain.request_validation import (
     check_context,
     check_expand,
@@ -266,16 +267,7 @@ class Orchestrator:
         if hit is not None:
             cached: R = await self._from_cache(operation, document, hit, cache.ttl_s)
             return cached
-        flight = cache.start(key)
-        try:
-            result = await compute(request, "miss")
-        except BaseException:
-            cache.finish(flight, None, None)  # the first read waiting computes it again
-            raise
-        # A degraded answer (a channel failed or timed out, a fallback was used) is shared with the
-        # reads waiting for it but not kept: the next read must see the store once it has recovered.
-        cache.finish(flight, result, None if result.warnings else result.trace_id)
-        return result
+        return await _flown(cache, cache.start(key), compute, request)
 
     def _refresh(self, key: str, compute: Callable[[Any, str | None], Awaitable[Any]], request: Any) -> None:
         """Compute ``request`` again in the background, as the computation identical reads share
@@ -284,18 +276,12 @@ class Orchestrator:
         cache = self.cache
         if cache is None or len(self._refreshes) >= MAX_REFRESHES:
             return
-        flight = cache.start(key)
+        flight = cache.start(key)  # now, so the reads that come before the task runs see it
 
         async def refresh() -> None:
-            try:
-                result = await compute(request, "miss")
-            except Exception:  # the next read past the stale window computes it (and reports it)
-                cache.finish(flight, None, None)
-                return
-            except BaseException:
-                cache.finish(flight, None, None)
-                raise
-            cache.finish(flight, result, None if result.warnings else result.trace_id)
+            # a failure keeps nothing: the next read past the stale window computes it (and reports it)
+            with contextlib.suppress(Exception):
+                await _flown(cache, flight, compute, request)
 
         # a context of its own: not the request's (its log lines' request id, its reserved trace id)
         task = asyncio.get_running_loop().create_task(refresh(), context=contextvars.Context())
@@ -442,6 +428,22 @@ class Orchestrator:
 
     def _now(self, moment: datetime | None) -> datetime:
         return ensure_utc(moment) if moment is not None else ensure_utc(self.clock.now())
+
+
+async def _flown(
+    cache: ReadCache, flight: Flight, compute: Callable[[Any, str | None], Awaitable[R]], request: Any
+) -> R:
+    """``compute(request)`` as the computation ``flight`` stands for: its answer goes to the reads
+    waiting for it and is kept; a failure hands them nothing (the first of them computes it again)."""
+    try:
+        result = await compute(request, "miss")
+    except BaseException:
+        cache.finish(flight, None, None)
+        raise
+    # A degraded answer (a channel failed or timed out, a fallback was used) is shared with the
+    # reads waiting for it but not kept: the next read must see the store once it has recovered.
+    cache.finish(flight, result, None if result.warnings else result.trace_id)
+    return result
 
 
 def _expand_document(request: ExpandRequest) -> dict[str, Any]:
