@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
+from typing import Any
 
 import anyio
 import pytest
@@ -51,6 +52,12 @@ async def setup(ttl: float = 10.0) -> tuple[CountingBackend, NotifyingBackend, O
     return raw, backend, Orchestrator(backend, clock=FixedClock(NOW), cache=cache), ticks
 
 
+async def cache_stage(orchestrator: Orchestrator, answer: SearchResult) -> dict[str, Any]:
+    """What the trace of ``answer`` says of the cache."""
+    stage: dict[str, Any] = (await orchestrator.trace(answer.trace_id))["stages"]["cache"]
+    return stage
+
+
 @pytest.mark.anyio
 async def test_a_repeated_search_is_answered_from_the_cache_and_its_trace_says_so() -> None:
     raw, _, orchestrator, ticks = await setup()
@@ -64,7 +71,7 @@ async def test_a_repeated_search_is_answered_from_the_cache_and_its_trace_says_s
     trace = await orchestrator.trace(second.trace_id)
     assert trace["stages"]["cache"] == {"hit": True, "answer_of": first.trace_id, "age_s": 5.0, "ttl_s": 10.0}
     assert trace["result_ids"] == [i.memory_id for i in first.items]
-    assert (await orchestrator.trace(first.trace_id))["stages"]["cache"] == {"hit": False}
+    assert await cache_stage(orchestrator, first) == {"hit": False}
     assert orchestrator.cache is not None and (orchestrator.cache.hits, orchestrator.cache.misses) == (1, 1)
 
 
@@ -79,7 +86,7 @@ async def test_a_different_request_or_an_expired_answer_runs_the_pipeline() -> N
     ticks.now += 10  # the TTL has passed
     again = await orchestrator.search(SearchRequest("Atlas launch"))
     assert raw.searches > before
-    assert (await orchestrator.trace(again.trace_id))["stages"]["cache"] == {"hit": False}
+    assert await cache_stage(orchestrator, again) == {"hit": False}
 
 
 @pytest.mark.anyio
@@ -288,7 +295,7 @@ async def test_identical_reads_that_overlap_share_one_computation_and_their_trac
     assert orchestrator.cache is not None and orchestrator.cache.shared == 3
     # the shared answer was kept as well: the next identical read is a plain hit
     again = await orchestrator.search(request)
-    assert "shared" not in (await orchestrator.trace(again.trace_id))["stages"]["cache"]
+    assert "shared" not in await cache_stage(orchestrator, again)
     assert raw.searches == one_run
 
 
@@ -304,7 +311,7 @@ async def test_a_read_after_a_write_does_not_share_a_computation_started_before_
     await first
     after = await second
     assert "Atlas launch confirmed for April 14." in {item.content for item in after.items}
-    assert (await orchestrator.trace(after.trace_id))["stages"]["cache"] == {"hit": False}
+    assert await cache_stage(orchestrator, after) == {"hit": False}
     assert orchestrator.cache is not None and orchestrator.cache.shared == 0
 
 
@@ -320,8 +327,8 @@ async def test_when_the_computation_they_wait_for_is_cancelled_one_of_those_wait
     computed, shared = await asyncio.gather(second, third)
     assert raw.searches == one_run  # the cancelled read never reached the store; one run for both
     assert computed.items and not computed.warnings
-    assert (await orchestrator.trace(computed.trace_id))["stages"]["cache"] == {"hit": False}
-    assert (await orchestrator.trace(shared.trace_id))["stages"]["cache"]["answer_of"] == computed.trace_id
+    assert await cache_stage(orchestrator, computed) == {"hit": False}
+    assert (await cache_stage(orchestrator, shared))["answer_of"] == computed.trace_id
 
 
 @pytest.mark.anyio
@@ -335,22 +342,30 @@ async def test_a_degraded_answer_is_shared_with_the_reads_waiting_for_it_but_not
     raw.gate.set()
     leader, follower = await asyncio.gather(first, second)
     assert leader.warnings and follower.warnings == leader.warnings
-    assert (await orchestrator.trace(follower.trace_id))["stages"]["cache"]["shared"] is True
+    assert (await cache_stage(orchestrator, follower))["shared"] is True
     raw.heal()
     recovered = await orchestrator.search(request)
-    assert (await orchestrator.trace(recovered.trace_id))["stages"]["cache"] == {"hit": False}
+    assert await cache_stage(orchestrator, recovered) == {"hit": False}
 
 
 async def _refreshed(orchestrator: Orchestrator) -> None:
     await asyncio.gather(*orchestrator._refreshes)
 
 
+async def answered_on_a_watched_store(
+    request: SearchRequest,
+) -> tuple[GatedBackend, Orchestrator, Ticks, Version, SearchResult]:
+    """A store watched through a version the test changes, with ``request`` answered once."""
+    ticks, version = Ticks(), Version()
+    raw, orchestrator = await gated(ticks, version)
+    raw.gate.set()
+    return raw, orchestrator, ticks, version, await orchestrator.search(request)
+
+
 @pytest.mark.anyio
 async def test_an_expired_answer_is_served_while_one_read_refreshes_it_in_the_background() -> None:
-    request, ticks = SearchRequest("Atlas launch"), Ticks()
-    raw, orchestrator = await gated(ticks, Version())
-    raw.gate.set()
-    first = await orchestrator.search(request)
+    request = SearchRequest("Atlas launch")
+    raw, orchestrator, ticks, _version, first = await answered_on_a_watched_store(request)
     one_run = raw.searches
     ticks.now += 12  # past the TTL, the store unchanged
     raw.gate.clear()
@@ -358,7 +373,7 @@ async def test_an_expired_answer_is_served_while_one_read_refreshes_it_in_the_ba
         served = await orchestrator.search(request)  # not held by the refresh at the gate
         again = await orchestrator.search(request)
     for answer in (served, again):
-        stage = (await orchestrator.trace(answer.trace_id))["stages"]["cache"]
+        stage = await cache_stage(orchestrator, answer)
         assert stage["stale"] is True and stage["answer_of"] == first.trace_id and stage["age_s"] == 12
         assert answer.items == first.items
     await raw.waiting.wait()
@@ -367,34 +382,30 @@ async def test_an_expired_answer_is_served_while_one_read_refreshes_it_in_the_ba
     await _refreshed(orchestrator)
     assert raw.searches == 2 * one_run
     fresh = await orchestrator.search(request)
-    stage = (await orchestrator.trace(fresh.trace_id))["stages"]["cache"]
+    stage = await cache_stage(orchestrator, fresh)
     assert "stale" not in stage and stage["answer_of"] not in (first.trace_id, served.trace_id)
     assert raw.searches == 2 * one_run
 
 
 @pytest.mark.anyio
 async def test_an_answer_older_than_twice_the_ttl_or_of_a_changed_store_is_computed_by_the_read() -> None:
-    request, ticks, version = SearchRequest("Atlas launch"), Ticks(), Version()
-    raw, orchestrator = await gated(ticks, version)
-    raw.gate.set()
-    await orchestrator.search(request)
+    request = SearchRequest("Atlas launch")
+    raw, orchestrator, ticks, version, _first = await answered_on_a_watched_store(request)
     one_run = raw.searches
     ticks.now += 20  # twice the TTL
     too_old = await orchestrator.search(request)
     version.value = 7  # someone changed the store
     changed = await orchestrator.search(request)
     for answer in (too_old, changed):
-        stage = (await orchestrator.trace(answer.trace_id))["stages"]["cache"]
+        stage = await cache_stage(orchestrator, answer)
         assert stage == {"hit": False} and not orchestrator._refreshes
     assert raw.searches == 3 * one_run
 
 
 @pytest.mark.anyio
 async def test_a_failed_refresh_is_not_kept_and_the_stale_answer_is_served_until_one_succeeds() -> None:
-    request, ticks = SearchRequest("Atlas launch"), Ticks()
-    raw, orchestrator = await gated(ticks, Version())
-    raw.gate.set()
-    first = await orchestrator.search(request)
+    request = SearchRequest("Atlas launch")
+    raw, orchestrator, ticks, _version, first = await answered_on_a_watched_store(request)
     ticks.now += 12
     raw.fail_always("search")
     raw.fail_always("recall")
@@ -405,9 +416,9 @@ async def test_a_failed_refresh_is_not_kept_and_the_stale_answer_is_served_until
     await _refreshed(orchestrator)
     fresh = await orchestrator.search(request)
     for answer in (stale, again):
-        stage = (await orchestrator.trace(answer.trace_id))["stages"]["cache"]
+        stage = await cache_stage(orchestrator, answer)
         assert stage["stale"] is True and stage["answer_of"] == first.trace_id
         assert answer.items == first.items and not answer.warnings
-    stage = (await orchestrator.trace(fresh.trace_id))["stages"]["cache"]
+    stage = await cache_stage(orchestrator, fresh)
     assert "stale" not in stage and stage["answer_of"] != first.trace_id
     assert fresh.items and not fresh.warnings
