@@ -1,5 +1,6 @@
 """What `orchestrator serve` does before its first answer: the modules it leaves to the first tool call
-(imported by the warm-up), and the collector kept off during the start-up and turned back on after."""
+(imported by the warm-up), the collector kept off during the start-up and turned back on after, and
+the interpreter's switch interval it sets (``[server] switch_interval_ms``)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from memory_orchestrator.entrypoints.cli import app as cli
 from memory_orchestrator.entrypoints.cli.console import end_of_startup
+from memory_orchestrator.entrypoints.config.settings import Settings
 
 
 def _python(code: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
@@ -117,3 +119,31 @@ def test_a_command_other_than_serve_runs_with_the_collector_on(
         gc.enable()
     assert exited.value.code == 0
     assert seen == [True]
+
+
+def test_serve_sets_the_interpreters_switch_interval_from_the_settings(tmp_path: Path) -> None:
+    done = _python(
+        """
+        import sys
+        from memory_orchestrator.entrypoints.config.settings import Settings
+        from memory_orchestrator.entrypoints.mcp import launch
+
+        async def serving(*args, **kwargs):
+            print(round(sys.getswitchinterval() * 1000, 3))
+
+        launch.serve_stdio = serving
+        print(round(sys.getswitchinterval() * 1000, 3))
+        chosen = Settings.model_validate({"server": {"switch_interval_ms": 0.25}})
+        launch.run(chosen, store=None, http=False, host="127.0.0.1", port=0)
+        launch.run(Settings.model_validate({}), store=None, http=False, host="127.0.0.1", port=0)
+        """,
+        tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["5.0", "0.25", "0.5"]  # Python's default, then the setting's
+
+
+@pytest.mark.parametrize("milliseconds", [0, 0.01, 101])
+def test_a_switch_interval_out_of_bounds_is_refused(milliseconds: float) -> None:
+    with pytest.raises(ValueError, match="switch_interval_ms"):
+        Settings.model_validate({"server": {"switch_interval_ms": milliseconds}})

@@ -221,6 +221,12 @@ class ServerSection(Section):
     #: time each finish quickly, where every call at once would all finish late (and many past
     #: their deadline, their work wasted).
     concurrent_calls: int = Field(default=16, ge=1, le=4096)
+    #: How long the Python thread running the event loop may keep the interpreter lock when another
+    #: thread asks for it (Python's default: 5 ms). SQLite runs a backend's statements on threads of
+    #: their own, and a statement takes the lock back after every row it steps; while the loop is busy
+    #: with other calls, each of those returns waited up to this long, so under load a 50-row search
+    #: waited ~50 times 5 ms and a miss could reach the read deadline.
+    switch_interval_ms: float = Field(default=0.5, ge=0.05, le=100)
 
 
 class LogSection(Section):

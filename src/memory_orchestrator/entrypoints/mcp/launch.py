@@ -135,6 +135,7 @@ def run(
     """Serve until interrupted (stdio, or streamable HTTP on ``host:port`` with ``/metrics``);
     ``started`` is called once the server is built, before it serves."""
     configure_logging(settings.log.level or "info")
+    sys.setswitchinterval(settings.server.switch_interval_ms / 1000.0)  # see [server] switch_interval_ms
     if not http:
         options = server_options(settings, default_store=store, http=False)
         exists = store_exists(settings, options.default_store)
