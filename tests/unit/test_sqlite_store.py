@@ -279,25 +279,29 @@ async def test_a_save_returns_before_its_trace_is_written_and_reads_wait_for_it(
 
 
 @pytest.mark.anyio
-async def test_a_save_waits_for_the_writer_when_too_many_are_queued(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+async def test_a_save_never_waits_and_drops_its_trace_while_the_writer_is_too_far_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     from memory_orchestrator.adapters.sqlite import trace_store
 
     monkeypatch.setattr(trace_store, "MAX_QUEUED", 3)
+    lost: list[int] = []
     with anyio.fail_after(10):
-        async with SqliteTraceStore(tmp_path / "traces.db") as store:
+        async with SqliteTraceStore(tmp_path / "traces.db", on_lost=lost.append) as store:
             gated = _GatedInserts(store)
             await store.save("t0", T0, {"n": 0})
             await _turns()  # the writer took t0 and waits at the gate
-            await store.save("t1", T0, {"n": 1})
-            await store.save("t2", T0, {"n": 2})
-            third = asyncio.ensure_future(store.save("t3", T0, {"n": 3}))
-            await _turns()
-            assert not third.done()  # three queued behind the write under way
+            for n in range(1, 6):
+                await store.save(f"t{n}", T0, {"n": n})  # returns at once, the write held or not
+            assert store.failed == 2 and lost == [1, 1]  # t4 and t5: three were queued already
+            assert caplog.text.count("dropped") == 1  # the second drop is not logged again
+            assert "1 trace(s) dropped: 3 were queued for its writer" in caplog.text
             gated.gate.set()
-            await third
-            assert [await store.load(f"t{n}") for n in range(4)] == [{"n": n} for n in range(4)]
+            found = [await store.load(f"t{n}") for n in range(6)]
+            assert found == [{"n": 0}, {"n": 1}, {"n": 2}, {"n": 3}, None, None]
+            await store.save("t6", T0, {"n": 6})  # the writer caught up: queued again
+            assert await store.load("t6") == {"n": 6}
+            assert store.failed == 2
 
 
 @pytest.mark.anyio

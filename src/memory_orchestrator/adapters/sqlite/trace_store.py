@@ -6,6 +6,7 @@ import asyncio
 import json
 import logging
 import sqlite3
+import time
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
@@ -26,10 +27,14 @@ CREATE TABLE IF NOT EXISTS traces (
 """
 
 
-#: Traces written by one statement at most (three parameters each, well inside SQLite's limit).
-MAX_BATCH = 200
-#: Documents queued for the writer at most before a save waits for it (~20 KB each once encoded).
-MAX_QUEUED = 256
+#: Traces written by one statement at most (three parameters each, well inside SQLite's limit). Under
+#: load a statement costs its thread's waits for the interpreter lock more than its rows: few, large
+#: statements keep the writer ahead.
+MAX_BATCH = 1000
+#: Documents queued for the writer at most; a save past that drops its trace (see the class).
+MAX_QUEUED = 1024
+#: Seconds between two log lines about dropped traces (each drop is counted, not each logged).
+DROP_LOG_EVERY_S = 10.0
 LOG = logging.getLogger("memory_orchestrator")
 
 
@@ -51,10 +56,15 @@ class SqliteTraceStore:
     trip to the connection's thread) per batch. So an answer no longer waits for its trace to be
     encoded and committed, nor, under load, for the event loop to take the commit's completion off
     its queue. :meth:`load`, :meth:`recent` and :meth:`aclose` wait for the writer first (a trace
-    saved is a trace read), and a save waits too while ``MAX_QUEUED`` documents are still queued,
-    so a stalled file holds the callers back rather than filling memory. A failed write loses those
-    traces only (a trace is a debugging aid): it is logged, counted in :attr:`failed`, and the next
-    batch tries again.
+    saved is a trace read).
+
+    A save never waits: while ``MAX_QUEUED`` documents are queued (the writer is behind: a stalled
+    file, a checkpoint, a thread starved of the interpreter lock), a save drops its document instead
+    of queueing it, so memory stays bounded and an answer never waits for a debugging aid. (It used
+    to wait for the writer: under HTTP load, calls then waited 0.5-1.5 s at once for a slow write
+    round and some of them failed their 2 s deadline.) A dropped trace, like one whose write
+    failed, is lost: counted in :attr:`failed`, told to ``on_lost`` (the server's metrics) and
+    logged (drops at most once per ``DROP_LOG_EVERY_S``); the next batch tries again.
     """
 
     def __init__(
@@ -81,9 +91,12 @@ class SqliteTraceStore:
         self._enqueued = 0
         self._written = 0
         self._writer: asyncio.Task[None] | None = None
-        #: Traces whose write failed since the store was made (logged as they fail).
+        #: Traces lost since the store was made: written in vain or dropped (see the class).
         self.failed = 0
         self.on_lost = on_lost
+        #: Drops not yet logged, and when the last log line about drops was written.
+        self._unlogged_drops = 0
+        self._drops_logged_at: float | None = None
 
     async def open(self) -> None:
         """Create the file and table if needed. Idempotent."""
@@ -127,15 +140,30 @@ class SqliteTraceStore:
 
     async def save(self, trace_id: str, created_at: datetime, document: Mapping[str, Any]) -> None:
         """Queue one document to store (or replace); the writer task writes it after the caller
-        goes on (see the class). The document must not change afterwards (the domain's are built
-        for the save and only read later)."""
+        goes on, or drops it when ``MAX_QUEUED`` are queued (see the class). The document must not
+        change afterwards (the domain's are built for the save and only read later)."""
         db = self._conn()
+        if len(self._queued) >= MAX_QUEUED:
+            self._dropped()
+            return
         self._queued.append((trace_id, stamp(created_at), document))
         self._enqueued += 1
         if self._writer is None:
             self._writer = asyncio.get_running_loop().create_task(self._write_behind(db))
-        if len(self._queued) >= MAX_QUEUED:
-            await self.flush()
+
+    def _dropped(self) -> None:
+        self.failed += 1
+        self._told_lost(1)
+        self._unlogged_drops += 1
+        now = time.monotonic()
+        if self._drops_logged_at is None or now - self._drops_logged_at >= DROP_LOG_EVERY_S:
+            LOG.warning(
+                "trace store %s: %d trace(s) dropped: %d were queued for its writer",
+                self.path,
+                self._unlogged_drops,
+                len(self._queued),
+            )
+            self._unlogged_drops, self._drops_logged_at = 0, now
 
     async def flush(self) -> None:
         """Wait until every document saved so far is written (or its write failed). Cancelling the
@@ -188,10 +216,13 @@ class SqliteTraceStore:
             LOG.warning("trace store %s: pruning failed: %s", self.path, reason)
             return
         LOG.warning("trace store %s: %d trace(s) not stored: %s", self.path, traces, reason)
+        self._told_lost(traces)
+
+    def _told_lost(self, traces: int) -> None:
         if self.on_lost is not None:
             try:
                 self.on_lost(traces)
-            except Exception:  # metrics must never stop the writer
+            except Exception:  # metrics must never stop the writer or fail a save
                 LOG.exception("trace store: the lost-trace observer failed")
 
     async def load(self, trace_id: str) -> Mapping[str, Any] | None:
