@@ -289,14 +289,16 @@ async def test_a_save_never_waits_and_drops_its_trace_while_the_writer_is_too_fa
     with anyio.fail_after(10):
         async with SqliteTraceStore(tmp_path / "traces.db", on_lost=lost.append) as store:
             gated = _GatedInserts(store)
-            await store.save("t0", T0, {"n": 0})
-            await _turns()  # the writer took t0 and waits at the gate
-            for n in range(1, 6):
-                await store.save(f"t{n}", T0, {"n": n})  # returns at once, the write held or not
-            assert store.failed == 2 and lost == [1, 1]  # t4 and t5: three were queued already
-            assert caplog.text.count("dropped") == 1  # the second drop is not logged again
-            assert "1 trace(s) dropped: 3 were queued for its writer" in caplog.text
-            gated.gate.set()
+            try:
+                await store.save("t0", T0, {"n": 0})
+                await _turns()  # the writer took t0 and waits at the gate
+                for n in range(1, 6):
+                    await store.save(f"t{n}", T0, {"n": n})  # returns at once, the write held or not
+                assert store.failed == 2 and lost == [1, 1]  # t4 and t5: three were queued already
+                assert caplog.text.count("dropped") == 1  # the second drop is not logged again
+                assert "1 trace(s) dropped: 3 were queued for its writer" in caplog.text
+            finally:
+                gated.gate.set()  # a failed assertion must not leave the writer (and closing) stuck
             found = [await store.load(f"t{n}") for n in range(6)]
             assert found == [{"n": 0}, {"n": 1}, {"n": 2}, {"n": 3}, None, None]
             await store.save("t6", T0, {"n": 6})  # the writer caught up: queued again
