@@ -75,7 +75,7 @@ class SqliteTraceStore:
         busy_timeout_ms: int = 5000,
         on_lost: Callable[[int], None] | None = None,
     ) -> None:
-        """``on_lost``: told how many traces each failed write lost (the server's metrics)."""
+        """``on_lost``: told how many traces each failed write or drop lost (the server's metrics)."""
         if retention < 0:
             raise InvalidRequest("trace retention must be 0 or more")
         self.path = Path(path)
@@ -152,8 +152,7 @@ class SqliteTraceStore:
             self._writer = asyncio.get_running_loop().create_task(self._write_behind(db))
 
     def _dropped(self) -> None:
-        self.failed += 1
-        self._told_lost(1)
+        self._count_lost(1)
         self._unlogged_drops += 1
         now = time.monotonic()
         if self._drops_logged_at is None or now - self._drops_logged_at >= DROP_LOG_EVERY_S:
@@ -211,14 +210,15 @@ class SqliteTraceStore:
             self._lost(len(encoded) - written, str(exc))
 
     def _lost(self, traces: int, reason: str) -> None:
-        self.failed += traces
         if not traces:  # written, but the prune failed: the next one tries again
             LOG.warning("trace store %s: pruning failed: %s", self.path, reason)
             return
         LOG.warning("trace store %s: %d trace(s) not stored: %s", self.path, traces, reason)
-        self._told_lost(traces)
+        self._count_lost(traces)
 
-    def _told_lost(self, traces: int) -> None:
+    def _count_lost(self, traces: int) -> None:
+        """Count ``traces`` lost (written in vain or dropped) and tell ``on_lost``."""
+        self.failed += traces
         if self.on_lost is not None:
             try:
                 self.on_lost(traces)

@@ -111,7 +111,7 @@ def build_channels(settings: Settings, plugins: PluginManager) -> tuple[Retrieva
 
 def build_trace_store(settings: Settings, *, on_lost: LostTraces | None = None) -> TraceStore | None:
     """The persistent trace store next to the data, or ``None`` when traces are not stored;
-    ``on_lost`` is told how many traces each of its failed writes lost."""
+    ``on_lost`` is told how many traces each of its failed writes or drops lost."""
     if not settings.features.store_traces or settings.traces.retention == 0:
         return None
     from memory_orchestrator.adapters.sqlite.trace_store import SqliteTraceStore
@@ -182,7 +182,7 @@ async def open_runtime(
     """Open backend and trace store, build the Orchestrator, close everything on exit.
 
     Every saved trace names its store and is handed to ``observer`` (the server's metrics), if any;
-    ``on_lost_traces`` is told how many traces each failed write of the trace store lost.
+    ``on_lost_traces`` is told how many traces each failed write or drop of the trace store lost.
     """
     plugins = plugins or build_plugins(settings)
     scorers = build_scorers(settings, plugins)

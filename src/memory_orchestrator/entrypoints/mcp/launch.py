@@ -78,8 +78,8 @@ def store_opener(
     settings: Settings, observer: TraceObserver | None = None, on_lost_traces: LostTraces | None = None
 ) -> StoreOpener:
     """Opens one runtime (backend + orchestrator) per store, sharing the loaded plugins; every saved
-    trace goes to ``observer``, and the count of traces a failed write lost to ``on_lost_traces``
-    (the metrics), if any."""
+    trace goes to ``observer``, and the count of traces a failed write or drop lost to
+    ``on_lost_traces`` (the metrics), if any."""
     plugins = build_plugins(settings)
 
     @asynccontextmanager

@@ -29,7 +29,7 @@ STAGE_DOC = "Pipeline stage latency, from traces."
 CHANNEL_DOC = "Candidates one retrieval channel returned for one read."
 DEPTH_DOC = "Distinct memories retrieval handed on after fusion, per read."
 ERRORS_DOC = "Failed tool calls by error kind; reads answered with warnings as kind 'degraded'."
-LOST_DOC = "Traces the trace store could not write (written after the answers; each failure is logged)."
+LOST_DOC = "Traces the trace store could not write or dropped while behind (written after the answers)."
 
 
 class Metrics:
@@ -69,7 +69,8 @@ class Metrics:
             self.errors.labels(status).inc()
 
     def observe_lost_traces(self, count: int) -> None:
-        """A write of the trace store failed and lost ``count`` traces (each answer had gone out)."""
+        """The trace store lost ``count`` traces: a write failed or they were dropped while it was
+        behind (each answer had gone out)."""
         self.traces_lost.inc(count)
 
     def observe_trace(self, document: Mapping[str, Any]) -> None:

@@ -17,7 +17,7 @@ from memory_orchestrator.ports import TraceStore
 LOG = logging.getLogger("memory_orchestrator")
 #: Called with every saved trace document; must be cheap and must not raise (errors are logged).
 TraceObserver = Callable[[Mapping[str, Any]], None]
-#: Called with how many traces a failed write of the trace store lost (written behind the answers).
+#: Called with how many traces a failed write or drop of the trace store lost (behind the answers).
 LostTraces = Callable[[int], None]
 
 
