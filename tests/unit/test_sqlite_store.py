@@ -220,7 +220,9 @@ async def test_a_trace_document_reads_back_as_json_dumps_would_give_it(tmp_path:
 
 
 class _GatedInserts:
-    """Holds the trace store's INSERTs at a gate the test opens, and counts them."""
+    """Holds the trace store's INSERTs at a gate the test opens, and counts them. Used as a context
+    manager, it opens the gate on the way out: a failed assertion with the gate shut would leave the
+    writer, the store's closing and with them the test process stuck."""
 
     def __init__(self, store: SqliteTraceStore) -> None:
         self.gate = asyncio.Event()
@@ -237,6 +239,12 @@ class _GatedInserts:
     async def _held(self, sql: str, *args: object) -> object:
         await self.gate.wait()
         return await self._execute(sql, *args)
+
+    def __enter__(self) -> _GatedInserts:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.gate.set()
 
 
 def _rows_in_file(path: Path) -> int:
@@ -264,15 +272,14 @@ async def test_a_save_returns_before_its_trace_is_written_and_reads_wait_for_it(
     path = tmp_path / "traces.db"
     with anyio.fail_after(10):
         async with SqliteTraceStore(path) as store:
-            gated = _GatedInserts(store)
-            await store.save("t1", T0, {"n": 1})  # returns with its INSERT held at the gate
-            await _turns()
-            assert gated.inserts and _rows_in_file(path) == 0
-            load = asyncio.ensure_future(store.load("t1"))
-            recent = asyncio.ensure_future(store.recent())
-            await _turns()
-            assert not load.done() and not recent.done()
-            gated.gate.set()
+            with _GatedInserts(store) as gated:
+                await store.save("t1", T0, {"n": 1})  # returns with its INSERT held at the gate
+                await _turns()
+                assert gated.inserts and _rows_in_file(path) == 0
+                load = asyncio.ensure_future(store.load("t1"))
+                recent = asyncio.ensure_future(store.recent())
+                await _turns()
+                assert not load.done() and not recent.done()
             assert await load == {"n": 1}
             assert await recent == [("t1", T0)]
             assert _rows_in_file(path) == 1
@@ -288,8 +295,7 @@ async def test_a_save_never_waits_and_drops_its_trace_while_the_writer_is_too_fa
     lost: list[int] = []
     with anyio.fail_after(10):
         async with SqliteTraceStore(tmp_path / "traces.db", on_lost=lost.append) as store:
-            gated = _GatedInserts(store)
-            try:
+            with _GatedInserts(store):
                 await store.save("t0", T0, {"n": 0})
                 await _turns()  # the writer took t0 and waits at the gate
                 for n in range(1, 6):
@@ -297,8 +303,6 @@ async def test_a_save_never_waits_and_drops_its_trace_while_the_writer_is_too_fa
                 assert store.failed == 2 and lost == [1, 1]  # t4 and t5: three were queued already
                 assert caplog.text.count("dropped") == 1  # the second drop is not logged again
                 assert "1 trace(s) dropped: 3 were queued for its writer" in caplog.text
-            finally:
-                gated.gate.set()  # a failed assertion must not leave the writer (and closing) stuck
             found = [await store.load(f"t{n}") for n in range(6)]
             assert found == [{"n": 0}, {"n": 1}, {"n": 2}, {"n": 3}, None, None]
             await store.save("t6", T0, {"n": 6})  # the writer caught up: queued again
