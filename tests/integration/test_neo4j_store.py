@@ -1,8 +1,10 @@
-"""The Neo4j backend against a real Neo4j 5.26: store isolation, concurrent writes, schema idempotence,
-query safety, and the same write-time graph as the in-memory and SQLite backends."""
+"""The Neo4j backend against a real Neo4j 5.26: store isolation, concurrent writes, schema idempotence
+and repair, query safety, and the same write-time graph as the in-memory and SQLite backends."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
@@ -15,7 +17,7 @@ from neo4j import AsyncGraphDatabase
 
 from memory_orchestrator.adapters.memory import InMemoryBackend
 from memory_orchestrator.adapters.neo4j import Neo4jBackend, create_backend
-from memory_orchestrator.adapters.neo4j.schema import SCHEMA_NAMES, ensure_schema
+from memory_orchestrator.adapters.neo4j.schema import SCHEMA_NAMES, SCHEMA_STATEMENTS, ensure_schema
 from memory_orchestrator.adapters.sqlite import create_backend as create_sqlite
 from memory_orchestrator.ports import (
     Edge,
@@ -143,6 +145,77 @@ async def test_opening_again_keeps_the_schema_and_the_data(
 async def _index_names(session: Any) -> set[str]:
     result = await session.run("SHOW INDEXES YIELD name RETURN name")
     return {record["name"] async for record in result}
+
+
+#: The constraints of the schema, by name.
+CONSTRAINTS = [
+    name for name, statement in zip(SCHEMA_NAMES, SCHEMA_STATEMENTS, strict=True) if "CONSTRAINT" in statement
+]
+
+
+async def _owners(session: Any) -> dict[str, str | None]:
+    """Our constraints' names -> the constraint owning the index of that name (None: no owner)."""
+    result = await session.run(
+        "SHOW INDEXES YIELD name, owningConstraint WHERE name IN $names RETURN name, owningConstraint",
+        names=CONSTRAINTS,
+    )
+    return {record["name"]: record["owningConstraint"] async for record in result}
+
+
+def _driver(neo4j_service: Neo4jService) -> Any:
+    auth = (neo4j_service.user, neo4j_service.password) if neo4j_service.password else None
+    return AsyncGraphDatabase.driver(neo4j_service.uri, auth=auth)
+
+
+async def test_an_index_holding_a_constraints_name_is_replaced_by_the_constraint(
+    open_backend: BackendFactory, neo4j_service: Neo4jService
+) -> None:
+    # What a CREATE CONSTRAINT cut short leaves: an index of the constraint's name, owned by nothing.
+    # IF NOT EXISTS then fails on the name, and the store had no dedup constraint from then on.
+    backend = await open_backend()
+    memory = NewMemory("The dedup constraint survives a cut-short creation", created_at=T0)
+    stored = await backend.remember(memory)
+    dedup = "memory_orchestrator_memory_dedup"
+    async with _driver(neo4j_service) as driver, driver.session(database=neo4j_service.database) as session:
+        await (await session.run(f"DROP CONSTRAINT {dedup}")).consume()
+        await (await session.run(f"CREATE INDEX {dedup} FOR (m:Memory) ON (m.dedup_key)")).consume()
+        assert (await _owners(session))[dedup] is None
+        await ensure_schema(session, wait_seconds=60, orphan_wait_s=0.5)
+        owners = await _owners(session)
+
+    assert owners == {name: name for name in CONSTRAINTS}
+    again = await backend.remember(memory)
+    assert again.action is WriteAction.SKIPPED and again.duplicate_of == stored.id
+
+
+async def test_a_schema_creation_cancelled_at_any_point_is_completed_by_the_next(
+    neo4j_service: Neo4jService,
+) -> None:
+    # A store is opened inside a call's deadline, which can cancel its schema creation anywhere (on a
+    # cold server above all). Cancelled inside a CREATE CONSTRAINT, Neo4j kept the constraint's index
+    # without the constraint, and every later open waited for that index until db.awaitIndexes gave
+    # up (300 s), for ever. Each round drops our constraints, cancels a creation after a few ms
+    # (the first statements make them; about one round in four leaves an index behind here), and
+    # opens again.
+    async with _driver(neo4j_service) as driver:
+        for delay_ms in range(2, 62, 4):
+            async with driver.session(database=neo4j_service.database) as session:
+                for name in CONSTRAINTS:
+                    await (await session.run(f"DROP CONSTRAINT {name} IF EXISTS")).consume()
+
+            async def create() -> None:
+                async with driver.session(database=neo4j_service.database) as session:
+                    await ensure_schema(session, wait_seconds=20)
+
+            task = asyncio.create_task(create())
+            await asyncio.sleep(delay_ms / 1000)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            async with driver.session(database=neo4j_service.database) as session:
+                await ensure_schema(session, wait_seconds=20, orphan_wait_s=0.5)
+                owners = await _owners(session)
+            assert owners == {name: name for name in CONSTRAINTS}, (delay_ms, owners)
 
 
 @pytest.mark.parametrize(
