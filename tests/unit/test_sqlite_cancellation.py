@@ -1,16 +1,21 @@
-"""A write cancelled at any point must not leave the connection inside its transaction.
+"""A write cancelled at any point must not leave a connection inside its transaction, nor be lost.
 
 aiosqlite queues each statement on the connection's worker thread before the caller waits, so a
 ``BEGIN IMMEDIATE`` (or ``COMMIT``) whose caller is cancelled still runs. Before the fix a cancelled
 ``remember`` left the connection in an open transaction for good: it kept the file's write lock, so
 another connection's write waited out its busy timeout and failed, and every later write on the same
 connection failed with "cannot start a transaction within a transaction".
+
+``remember`` now runs its transaction in a worker thread on the write connection: a caller cancelled
+meanwhile (a call's deadline) no longer stops it, the write completes, and the same write sent again
+is skipped as its duplicate (what a timed-out write's error tells the caller).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import threading
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,7 +25,7 @@ import pytest
 
 from memory_orchestrator.adapters.sqlite import SqliteBackend
 from memory_orchestrator.adapters.sqlite.trace_store import SqliteTraceStore
-from memory_orchestrator.ports import NewMemory
+from memory_orchestrator.ports import NewMemory, WriteAction
 
 T0 = datetime(2026, 1, 5, 8, 30, tzinfo=UTC)
 #: Cancel after this many event-loop turns: 1 lands on the queued BEGIN, later ones inside the body
@@ -50,6 +55,33 @@ async def test_a_cancelled_remember_leaves_no_transaction_open(tmp_path: Path, t
             await backend.remember(NewMemory("Atlas review on Friday"))
             await other.remember(NewMemory("Atlas budget approved"))
             assert await backend.count() in (3, 4)  # 4 when the cancelled write had committed
+
+
+@pytest.mark.anyio
+async def test_a_write_whose_caller_is_cancelled_completes_and_its_retry_is_skipped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started, release = threading.Event(), threading.Event()
+    store_one = SqliteBackend._store_one
+
+    async def held(self: SqliteBackend, db: Any, memory: NewMemory, digest: str) -> Any:
+        started.set()  # inside the write's transaction, on the worker thread
+        release.wait(10)
+        return await store_one(self, db, memory, digest)
+
+    monkeypatch.setattr(SqliteBackend, "_store_one", held)
+    with anyio.fail_after(20):
+        async with SqliteBackend(tmp_path / "store.db") as backend:
+            task = asyncio.ensure_future(backend.remember(NewMemory("Atlas launch moved to April")))
+            assert await asyncio.to_thread(started.wait, 10)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            release.set()
+            again = await backend.remember(NewMemory("Atlas launch moved to April"))
+            assert again.action is WriteAction.SKIPPED and again.duplicate_of
+            assert await backend.count() == 1
+            assert not backend.db.in_transaction
 
 
 @pytest.mark.anyio

@@ -8,6 +8,7 @@ import json
 import sqlite3
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -19,6 +20,8 @@ from memory_orchestrator.adapters.sqlite.trace_store import SCHEMA, SqliteTraceS
 from memory_orchestrator.ports import (
     BackendRejected,
     BackendUnavailable,
+    Edge,
+    EdgeType,
     FixedClock,
     InvalidRequest,
     NewMemory,
@@ -379,38 +382,62 @@ async def test_a_lost_race_for_the_wal_locks_is_retried_on_open_and_on_write(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # SQLite answers "locking protocol" (SQLITE_PROTOCOL) at once when processes race for the WAL's
-    # locks; seen with several processes opening and writing one file on a loaded machine.
+    # locks; seen with several processes opening and writing one file on a loaded machine. A write
+    # begins on the write connection (remember, remember_many) or on aiosqlite's (link, forget).
     from memory_orchestrator.adapters.sqlite import backend as backend_module
 
     monkeypatch.setattr(backend_module, "FIRST_BACKOFF_S", 0.001)
     real_connect = SqliteBackend._connect_writable
-    lost = {"open": 2, "begin": 2}
+    lost = {"open": 2, "begin": 0}
+
+    def losing(execute: Any) -> Any:
+        def lose_at_begin(sql: str, *args: object) -> object:
+            if sql == "BEGIN IMMEDIATE" and lost["begin"]:
+                lost["begin"] -= 1
+                raise sqlite3.OperationalError("locking protocol")
+            return execute(sql, *args)
+
+        return lose_at_begin
+
+    class LosingWriter:
+        def __init__(self, connection: sqlite3.Connection) -> None:
+            self.connection = connection
+            self.execute = losing(connection.execute)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.connection, name)
 
     async def connect(self: SqliteBackend) -> object:
         if lost["open"]:
             lost["open"] -= 1
             raise sqlite3.OperationalError("locking protocol")
         db = await real_connect(self)
-        real_execute = db.execute
-
-        def execute(sql: str, *args: object) -> object:
-            if sql == "BEGIN IMMEDIATE" and lost["begin"]:
-                lost["begin"] -= 1
-                raise sqlite3.OperationalError("locking protocol")
-            return real_execute(sql, *args)
-
-        monkeypatch.setattr(db, "execute", execute)
+        monkeypatch.setattr(db, "execute", losing(db.execute))
         return db
 
     monkeypatch.setattr(SqliteBackend, "_connect_writable", connect)
     async with SqliteBackend(tmp_path / "m.db") as backend:
-        assert (await backend.remember(NewMemory("written after two lost races"))).action.value == "added"
-        assert lost == {"open": 0, "begin": 0}
-        assert [record.content for record in await backend.recent()] == ["written after two lost races"]
+        first = await backend.remember(NewMemory("written before any lost race"))
+        assert lost["open"] == 0
+        backend._writer = LosingWriter(backend._writer)  # type: ignore[arg-type, assignment]
+        lost["begin"] = 2
+        second = await backend.remember(NewMemory("written after two lost races"))
+        assert second.action.value == "added" and lost["begin"] == 0
+        lost["begin"] = 2
+        await backend.link(Edge(second.id, first.id, EdgeType.CAUSAL, 0.5))  # on aiosqlite's connection
+        assert lost["begin"] == 0
+        causal = await backend.neighbors([second.id], edge_types=[EdgeType.CAUSAL])
+        assert [neighbour.record.id for neighbour in causal] == [first.id]
+        backend._writer = LosingWriter(backend._writer)  # type: ignore[arg-type, assignment]
         lost["begin"] = backend_module.WRITE_ATTEMPTS  # never won: a clear error, nothing written
         with pytest.raises(BackendUnavailable, match="locking protocol"):
             await backend.remember(NewMemory("never written"))
-        assert len(await backend.recent()) == 1
+        assert [record.content for record in await backend.recent()] == [
+            "written after two lost races",
+            "written before any lost race",
+        ]
+        reopened = await backend.remember(NewMemory("written on a new write connection"))
+        assert reopened.action.value == "added"
 
 
 @pytest.mark.anyio

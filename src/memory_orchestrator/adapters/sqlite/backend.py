@@ -24,8 +24,8 @@ from memory_orchestrator.adapters.sqlite.planner import EntityInputs, Helper, Pl
 from memory_orchestrator.adapters.sqlite.records import active_records, select_records
 from memory_orchestrator.adapters.sqlite.rows import MEMORY_COLUMNS, stamp
 from memory_orchestrator.adapters.sqlite.schema import SCHEMA_VERSION, migrate, schema_version
-from memory_orchestrator.adapters.sqlite.sync_db import SyncConnection
-from memory_orchestrator.adapters.sqlite.transactions import rollback
+from memory_orchestrator.adapters.sqlite.sync_db import SyncConnection, run_to_end
+from memory_orchestrator.adapters.sqlite.transactions import rollback, rollback_now
 from memory_orchestrator.ports import (
     AsyncLifecycle,
     BackendHealth,
@@ -78,9 +78,11 @@ FIRST_BACKOFF_S = 0.05
 #: lookups and keyword search touch more index pages than that: at 100k memories a write's candidate
 #: query cost ~40% less CPU with 32-64 MiB. Allocated only as pages are read (it raises peak RSS).
 CACHE_KIB = 32768
-#: WAL pages the bulk connection lets accumulate before it checkpoints (SQLite's default is 1000, about
-#: 4 MB): a batch of a few hundred memories dirties about that many pages, so each batch paid a
-#: checkpoint; with a larger WAL a page rewritten by several batches is copied back once.
+#: WAL pages a single write's commit lets accumulate before it checkpoints: SQLite's default (4 MB).
+WAL_PAGES = 1000
+#: ... and a batch's (about 4 MB by default): a batch of a few hundred memories dirties about that
+#: many pages, so each batch paid a checkpoint; with a larger WAL a page rewritten by several
+#: batches is copied back once.
 BULK_WAL_PAGES = 16384
 #: Memories an import hands ``remember_many`` at once. A batch commits once and writes its index
 #: rows at its end, so larger batches rewrite fewer index pages: 10,000 memories into a 60k store took
@@ -154,11 +156,12 @@ class SqliteBackend(AsyncLifecycle):
         self._sketches = writes.SketchCache()
         #: Ids by rowid of the rows committed batches met (used only under the write lock).
         self._rowids = writes.RowIds()
-        #: The bulk path's own connection, kept between batches so its page cache stays warm.
-        self._bulk: sqlite3.Connection | None = None
-        #: Held by the worker thread for a whole batch: a batch whose caller was cancelled still runs
+        #: The connection ``remember`` and ``remember_many`` write on, from a worker thread (see
+        #: ``_writer_transaction``), kept between writes so its page cache stays warm.
+        self._writer: sqlite3.Connection | None = None
+        #: Held by the worker thread for a whole write: a write whose caller was cancelled still runs
         #: to its end, and closing waits for it rather than pulling the connection from under it.
-        self._bulk_lock = threading.Lock()
+        self._writer_lock = threading.Lock()
         #: Opened read-only because the store cannot be written (see ``open``).
         self.read_only = False
         #: Watches the file's commit counter while open (for the read cache).
@@ -237,8 +240,8 @@ class SqliteBackend(AsyncLifecycle):
         if self._version is not None:
             self._version.close()
             self._version = None
-        if self._bulk is not None:
-            await asyncio.to_thread(self._close_bulk)
+        if self._writer is not None:
+            await asyncio.to_thread(self._close_writer)
         if self._helper.process is not None:
             await asyncio.to_thread(self._helper.close)
         self._rowids = writes.RowIds()  # reopened, the path may name another file
@@ -296,21 +299,33 @@ class SqliteBackend(AsyncLifecycle):
     # -- writes ---------------------------------------------------------------------------------
 
     async def remember(self, memory: NewMemory) -> WriteResult:
-        """Store ``memory`` with its automatic edges in one immediate transaction."""
+        """Store ``memory`` with its automatic edges in one immediate transaction, in a worker thread
+        on the write connection: its ~40 statements take one thread hop instead of one each (an
+        aiosqlite call costs ~0.1 ms, and they were about half of a write's time)."""
         validate_new_memory(memory)
+        self._check_writable("remember")
+        async with self._write_lock:
+            with self._translated("remember"):
+                return await asyncio.to_thread(self._remember_one, memory)
+
+    def _remember_one(self, memory: NewMemory) -> WriteResult:
         digest = content_hash(memory.content)
-        try:
-            async with self._transaction("remember") as db:
-                if memory.dedup and (existing := await writes.find_active_duplicate(db, digest)):
-                    return await self._skipped(db, existing)
-                return await self._insert(db, memory, digest)
-        except BackendRejected:
-            # A racing writer inserted the same content between our check and insert: it won.
-            async with self._transaction("remember") as db:
-                existing = await writes.find_active_duplicate(db, digest)
-                if existing is None:
-                    raise
-                return await self._skipped(db, existing)
+        with self._writer_lock:
+            try:
+                with self._writer_transaction(WAL_PAGES) as db:
+                    return run_to_end(self._store_one(db, memory, digest))
+            except sqlite3.IntegrityError:
+                # A racing writer inserted the same content between our check and insert: it won.
+                with self._writer_transaction(WAL_PAGES) as db:
+                    existing = run_to_end(writes.find_active_duplicate(db, digest))
+                    if existing is None:
+                        raise
+                    return run_to_end(self._skipped(db, existing))
+
+    async def _store_one(self, db: aiosqlite.Connection, memory: NewMemory, digest: str) -> WriteResult:
+        if memory.dedup and (existing := await writes.find_active_duplicate(db, digest)):
+            return await self._skipped(db, existing)
+        return await self._insert(db, memory, digest)
 
     async def remember_many(self, memories: Sequence[NewMemory]) -> list[WriteResult]:
         """Store ``memories`` in order in one transaction, each exactly as ``remember`` would (same
@@ -328,59 +343,74 @@ class SqliteBackend(AsyncLifecycle):
                 return await asyncio.to_thread(self._remember_batch, batch)
 
     def _remember_batch(self, memories: list[NewMemory]) -> list[WriteResult]:
-        # Batches run one at a time, each on some worker thread: one connection is reused across
-        # threads, and dropped after a failure in case the failure was the connection's.
-        with self._bulk_lock, collector_paused():
-            if self._bulk is None:
-                connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-                connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms):d}")
-                connection.execute("PRAGMA synchronous = NORMAL")
-                connection.execute(f"PRAGMA cache_size = {-CACHE_KIB:d}")
-                connection.execute(f"PRAGMA wal_autocheckpoint = {BULK_WAL_PAGES:d}")
-                self._bulk = connection
-            try:
-                return asyncio.run(self._store_batch(SyncConnection(self._bulk), memories))
-            except BaseException:
-                self._close_bulk_locked()
-                raise
+        with self._writer_lock, collector_paused():
+            with self._writer_transaction(BULK_WAL_PAGES) as db:
+                results, rowids = run_to_end(self._store_batch(db, memories))
+            self._rowids.update(rowids)  # committed: its rowids are taken for good
+            return results
 
-    def _close_bulk(self) -> None:
-        with self._bulk_lock:
-            self._close_bulk_locked()
-
-    def _close_bulk_locked(self) -> None:
-        bulk, self._bulk = self._bulk, None
-        if bulk is not None:
-            bulk.close()
-
-    async def _store_batch(self, db: SyncConnection, memories: list[NewMemory]) -> list[WriteResult]:
-        conn = cast(aiosqlite.Connection, db)
+    @contextmanager
+    def _writer_transaction(self, wal_pages: int) -> Iterator[aiosqlite.Connection]:
+        """One immediate transaction on the write connection (opened at the first write), in the
+        calling worker thread, with ``_writer_lock`` held: writes run one at a time, each on some
+        worker thread, and the connection is reused across threads. It is a ``SyncConnection``:
+        every statement runs at once, so the write code (the same coroutines as on aiosqlite) is
+        driven to its end by ``run_to_end``, without an event loop. The connection is dropped after
+        a failure other than a constraint's, in case the failure was the connection's."""
+        connection = self._writer
+        if connection is None:
+            connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms):d}")
+            connection.execute("PRAGMA synchronous = NORMAL")
+            connection.execute(f"PRAGMA cache_size = {-CACHE_KIB:d}")
+            self._writer = connection
         try:
-            await self._begin(conn)
-            # What no write of the batch reads waits for its end (adapters/sqlite/batch.py).
-            planner = self._helper.planner([memory.content for memory in memories])
-            deferred = Batch(view=BatchView(known=self._rowids), planner=planner)
-            digests = [content_hash(memory.content) for memory in memories]
-            deduplicated = {digest for digest, memory in zip(digests, memories, strict=True) if memory.dedup}
-            texts = [tokenize(memory.content) for memory in memories]
-            terms = {term for tokens in texts for term in tokens}
-            await deferred.view.start(conn, len(memories), deduplicated, terms)
-            written: list[WriteResult | MemoryRecord] = []
-            for index, (memory, digest, tokens) in enumerate(zip(memories, digests, texts, strict=True)):
-                existing = deferred.view.duplicate(digest) if memory.dedup else None
-                if existing is not None:
-                    written.append(await self._skipped(conn, existing))
-                else:
-                    read = planner.entity_inputs(index, memory.content)
-                    written.append(await self._insert_deferred(conn, memory, digest, deferred, tokens, read))
-            results = _planned_results(written, deferred)
-            await finish(conn, deferred)
-            await conn.execute("COMMIT")
-            self._rowids.update(deferred.view.ids)  # committed: its rowids are taken for good
-        except BaseException:
-            await rollback(conn)
+            connection.execute(f"PRAGMA wal_autocheckpoint = {wal_pages:d}")
+            _retrying_now(lambda: connection.execute("BEGIN IMMEDIATE"))
+            try:
+                yield cast(aiosqlite.Connection, SyncConnection(connection))
+                connection.execute("COMMIT")
+            except BaseException:
+                rollback_now(connection)
+                raise
+        except sqlite3.IntegrityError:
             raise
-        return results
+        except BaseException:
+            self._close_writer_locked()
+            raise
+
+    def _close_writer(self) -> None:
+        with self._writer_lock:
+            self._close_writer_locked()
+
+    def _close_writer_locked(self) -> None:
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.close()
+
+    async def _store_batch(
+        self, db: aiosqlite.Connection, memories: list[NewMemory]
+    ) -> tuple[list[WriteResult], dict[int, str]]:
+        """A batch's writes (in the transaction of ``_writer_transaction``), and the rowids it met."""
+        # What no write of the batch reads waits for its end (adapters/sqlite/batch.py).
+        planner = self._helper.planner([memory.content for memory in memories])
+        deferred = Batch(view=BatchView(known=self._rowids), planner=planner)
+        digests = [content_hash(memory.content) for memory in memories]
+        deduplicated = {digest for digest, memory in zip(digests, memories, strict=True) if memory.dedup}
+        texts = [tokenize(memory.content) for memory in memories]
+        terms = {term for tokens in texts for term in tokens}
+        await deferred.view.start(db, len(memories), deduplicated, terms)
+        written: list[WriteResult | MemoryRecord] = []
+        for index, (memory, digest, tokens) in enumerate(zip(memories, digests, texts, strict=True)):
+            existing = deferred.view.duplicate(digest) if memory.dedup else None
+            if existing is not None:
+                written.append(await self._skipped(db, existing))
+            else:
+                read = planner.entity_inputs(index, memory.content)
+                written.append(await self._insert_deferred(db, memory, digest, deferred, tokens, read))
+        results = _planned_results(written, deferred)
+        await finish(db, deferred)
+        return results, deferred.view.ids
 
     async def _skipped(self, db: aiosqlite.Connection, existing: str) -> WriteResult:
         found = await active_records(db, [existing])
@@ -678,13 +708,30 @@ async def _retrying(call: Callable[[], Awaitable[T]]) -> T:
         try:
             return await call()
         except sqlite3.OperationalError as exc:
-            message = str(exc)
-            contended = "locked" in message or "busy" in message or "locking protocol" in message
-            if not contended or attempt == WRITE_ATTEMPTS - 1:
+            if not _contended(exc) or attempt == WRITE_ATTEMPTS - 1:
                 raise
             await asyncio.sleep(delay)
             delay *= 2
     raise AssertionError("unreachable")
+
+
+def _retrying_now(call: Callable[[], T]) -> T:
+    """:func:`_retrying` in a worker thread: the pauses block it."""
+    delay = FIRST_BACKOFF_S
+    for attempt in range(WRITE_ATTEMPTS):
+        try:
+            return call()
+        except sqlite3.OperationalError as exc:
+            if not _contended(exc) or attempt == WRITE_ATTEMPTS - 1:
+                raise
+            time.sleep(delay)
+            delay *= 2
+    raise AssertionError("unreachable")
+
+
+def _contended(exc: sqlite3.OperationalError) -> bool:
+    message = str(exc)
+    return "locked" in message or "busy" in message or "locking protocol" in message
 
 
 def _cannot_write(exc: BaseException) -> bool:

@@ -21,3 +21,12 @@ async def rollback(db: aiosqlite.Connection) -> None:
     except sqlite3.OperationalError as exc:
         if "no transaction is active" not in str(exc):
             raise
+
+
+def rollback_now(connection: sqlite3.Connection) -> None:
+    """:func:`rollback` on a plain connection (a worker thread's)."""
+    try:
+        connection.execute("ROLLBACK")
+    except sqlite3.OperationalError as exc:
+        if "no transaction is active" not in str(exc):
+            raise
