@@ -25,7 +25,7 @@ from memory_orchestrator.adapters.sqlite import graph
 from memory_orchestrator.adapters.sqlite.batch_view import BatchView
 from memory_orchestrator.adapters.sqlite.context import Neighbour, around, context_from
 from memory_orchestrator.adapters.sqlite.graph import EdgeRow
-from memory_orchestrator.adapters.sqlite.impacts import reindex
+from memory_orchestrator.adapters.sqlite.impacts import drop_scratch, reindex
 from memory_orchestrator.adapters.sqlite.planner import LocalPlanner, Planner
 
 Key = tuple[datetime, int]
@@ -108,6 +108,7 @@ async def index(db: aiosqlite.Connection, written: list[Neighbour]) -> None:
     await db.executemany("INSERT INTO memories_fts (rowid, tokens, context) VALUES (?, ?, ?)", rows)
     await db.executemany("UPDATE memories_fts SET context = ? WHERE rowid = ?", updates)
     await reindex(db, [row[0] for row in rows] + [rowid for _, rowid in updates])
+    await drop_scratch(db)  # a batch runs on the write connection, which no other call shares
 
 
 def _later(a: Neighbour | None, b: Neighbour | None) -> Neighbour | None:
