@@ -382,38 +382,32 @@ async def test_a_lost_race_for_the_wal_locks_is_retried_on_open_and_on_write(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # SQLite answers "locking protocol" (SQLITE_PROTOCOL) at once when processes race for the WAL's
-    # locks; seen with several processes opening and writing one file on a loaded machine. A write
-    # begins on the write connection (remember, remember_many) or on aiosqlite's (link, forget).
+    # locks; seen with several processes opening and writing one file on a loaded machine. Opening
+    # happens on aiosqlite's connection, every write on the write connection.
     from memory_orchestrator.adapters.sqlite import backend as backend_module
 
     monkeypatch.setattr(backend_module, "FIRST_BACKOFF_S", 0.001)
     real_connect = SqliteBackend._connect_writable
     lost = {"open": 2, "begin": 0}
 
-    def losing(execute: Any) -> Any:
-        def lose_at_begin(sql: str, *args: object) -> object:
-            if sql == "BEGIN IMMEDIATE" and lost["begin"]:
-                lost["begin"] -= 1
-                raise sqlite3.OperationalError("locking protocol")
-            return execute(sql, *args)
-
-        return lose_at_begin
-
     class LosingWriter:
         def __init__(self, connection: sqlite3.Connection) -> None:
             self.connection = connection
-            self.execute = losing(connection.execute)
 
         def __getattr__(self, name: str) -> Any:
             return getattr(self.connection, name)
+
+        def execute(self, sql: str, *args: object) -> object:
+            if sql == "BEGIN IMMEDIATE" and lost["begin"]:
+                lost["begin"] -= 1
+                raise sqlite3.OperationalError("locking protocol")
+            return self.connection.execute(sql, *args)
 
     async def connect(self: SqliteBackend) -> object:
         if lost["open"]:
             lost["open"] -= 1
             raise sqlite3.OperationalError("locking protocol")
-        db = await real_connect(self)
-        monkeypatch.setattr(db, "execute", losing(db.execute))
-        return db
+        return await real_connect(self)
 
     monkeypatch.setattr(SqliteBackend, "_connect_writable", connect)
     async with SqliteBackend(tmp_path / "m.db") as backend:
@@ -424,7 +418,7 @@ async def test_a_lost_race_for_the_wal_locks_is_retried_on_open_and_on_write(
         second = await backend.remember(NewMemory("written after two lost races"))
         assert second.action.value == "added" and lost["begin"] == 0
         lost["begin"] = 2
-        await backend.link(Edge(second.id, first.id, EdgeType.CAUSAL, 0.5))  # on aiosqlite's connection
+        await backend.link(Edge(second.id, first.id, EdgeType.CAUSAL, 0.5))
         assert lost["begin"] == 0
         causal = await backend.neighbors([second.id], edge_types=[EdgeType.CAUSAL])
         assert [neighbour.record.id for neighbour in causal] == [first.id]

@@ -7,11 +7,11 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator, Mapping, Sequence
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import TypeVar, cast
+from typing import Any, TypeVar, cast
 
 import aiosqlite
 
@@ -25,7 +25,7 @@ from memory_orchestrator.adapters.sqlite.records import active_records, select_r
 from memory_orchestrator.adapters.sqlite.rows import MEMORY_COLUMNS, stamp
 from memory_orchestrator.adapters.sqlite.schema import SCHEMA_VERSION, migrate, schema_version
 from memory_orchestrator.adapters.sqlite.sync_db import SyncConnection, run_to_end
-from memory_orchestrator.adapters.sqlite.transactions import rollback, rollback_now
+from memory_orchestrator.adapters.sqlite.transactions import rollback_now
 from memory_orchestrator.ports import (
     AsyncLifecycle,
     BackendHealth,
@@ -101,6 +101,8 @@ _CAPABILITIES = Capabilities(
 )
 
 
+#: What a write does in its transaction on the write connection (``SqliteBackend._write``).
+Work = Callable[[aiosqlite.Connection], Coroutine[Any, Any, T]]
 #: ``writes.entity_stats`` or a batch's ``BatchView.entity_stats``: spelling and uses per known name.
 EntityStats = Callable[[aiosqlite.Connection, set[str]], Awaitable[dict[str, tuple[str, int]]]]
 
@@ -266,20 +268,18 @@ class SqliteBackend(AsyncLifecycle):
         except (sqlite3.Error, OSError, ValueError) as exc:
             raise BackendUnavailable(f"{operation}: {exc}", backend=self.name) from exc
 
-    @asynccontextmanager
-    async def _transaction(self, operation: str) -> AsyncIterator[aiosqlite.Connection]:
+    async def _write(self, operation: str, work: Work[T]) -> T:
+        """``work`` in one immediate transaction on the write connection, in a worker thread (see
+        ``_writer_transaction``): one thread hop for all its statements. A caller cancelled meanwhile
+        does not stop it: it runs to its end (and commits, unless it fails)."""
         self._check_writable(operation)
-        db = self.db
         async with self._write_lock:
             with self._translated(operation):
-                # BEGIN inside the try: cancelled while it is queued, it still runs and must be undone.
-                try:
-                    await self._begin(db)
-                    yield db
-                    await db.execute("COMMIT")
-                except BaseException:
-                    await rollback(db)
-                    raise
+                return await asyncio.to_thread(self._write_now, work)
+
+    def _write_now(self, work: Work[T]) -> T:
+        with self._writer_lock, self._writer_transaction(WAL_PAGES) as db:
+            return run_to_end(work(db))
 
     def _check_writable(self, operation: str) -> None:
         if self.read_only:
@@ -289,43 +289,34 @@ class SqliteBackend(AsyncLifecycle):
                 backend=self.name,
             )
 
-    async def _begin(self, db: aiosqlite.Connection) -> None:
-        # busy_timeout already waits; the bounded retry covers writers that outlast it.
-        await _retrying(lambda: db.execute("BEGIN IMMEDIATE"))
-
     def _now(self) -> datetime:
         return ensure_utc(self.clock.now())
 
     # -- writes ---------------------------------------------------------------------------------
 
     async def remember(self, memory: NewMemory) -> WriteResult:
-        """Store ``memory`` with its automatic edges in one immediate transaction, in a worker thread
-        on the write connection: its ~40 statements take one thread hop instead of one each (an
+        """Store ``memory`` with its automatic edges in one immediate transaction on the write
+        connection (``_write``): its ~40 statements take one thread hop instead of one each (an
         aiosqlite call costs ~0.1 ms, and they were about half of a write's time)."""
         validate_new_memory(memory)
-        self._check_writable("remember")
-        async with self._write_lock:
-            with self._translated("remember"):
-                return await asyncio.to_thread(self._remember_one, memory)
-
-    def _remember_one(self, memory: NewMemory) -> WriteResult:
         digest = content_hash(memory.content)
-        with self._writer_lock:
-            try:
-                with self._writer_transaction(WAL_PAGES) as db:
-                    return run_to_end(self._store_one(db, memory, digest))
-            except sqlite3.IntegrityError:
-                # A racing writer inserted the same content between our check and insert: it won.
-                with self._writer_transaction(WAL_PAGES) as db:
-                    existing = run_to_end(writes.find_active_duplicate(db, digest))
-                    if existing is None:
-                        raise
-                    return run_to_end(self._skipped(db, existing))
+        try:
+            return await self._write("remember", lambda db: self._store_one(db, memory, digest))
+        except BackendRejected:
+            # A racing writer inserted the same content between our check and insert: it won.
+            existing = await self._write("remember", lambda db: self._stored_duplicate(db, digest))
+            if existing is None:
+                raise
+            return existing
 
     async def _store_one(self, db: aiosqlite.Connection, memory: NewMemory, digest: str) -> WriteResult:
-        if memory.dedup and (existing := await writes.find_active_duplicate(db, digest)):
-            return await self._skipped(db, existing)
+        if memory.dedup and (skipped := await self._stored_duplicate(db, digest)) is not None:
+            return skipped
         return await self._insert(db, memory, digest)
+
+    async def _stored_duplicate(self, db: aiosqlite.Connection, digest: str) -> WriteResult | None:
+        existing = await writes.find_active_duplicate(db, digest)
+        return None if existing is None else await self._skipped(db, existing)
 
     async def remember_many(self, memories: Sequence[NewMemory]) -> list[WriteResult]:
         """Store ``memories`` in order in one transaction, each exactly as ``remember`` would (same
@@ -356,7 +347,7 @@ class SqliteBackend(AsyncLifecycle):
         worker thread, and the connection is reused across threads. It is a ``SyncConnection``:
         every statement runs at once, so the write code (the same coroutines as on aiosqlite) is
         driven to its end by ``run_to_end``, without an event loop. The connection is dropped after
-        a failure other than a constraint's, in case the failure was the connection's."""
+        an SQLite error other than a constraint's, in case the failure was the connection's."""
         connection = self._writer
         if connection is None:
             connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
@@ -366,6 +357,7 @@ class SqliteBackend(AsyncLifecycle):
             self._writer = connection
         try:
             connection.execute(f"PRAGMA wal_autocheckpoint = {wal_pages:d}")
+            # busy_timeout already waits; the bounded retry covers writers that outlast it.
             _retrying_now(lambda: connection.execute("BEGIN IMMEDIATE"))
             try:
                 yield cast(aiosqlite.Connection, SyncConnection(connection))
@@ -375,7 +367,7 @@ class SqliteBackend(AsyncLifecycle):
                 raise
         except sqlite3.IntegrityError:
             raise
-        except BaseException:
+        except sqlite3.Error:
             self._close_writer_locked()
             raise
 
@@ -506,28 +498,31 @@ class SqliteBackend(AsyncLifecycle):
         stored = Edge(
             edge.source, edge.target, EdgeType(edge.type), edge.weight, edge.metadata, edge.created_at or now
         )
-        async with self._transaction("link") as db:
-            found = await active_records(db, [edge.source, edge.target])
-            for memory_id in (edge.source, edge.target):
-                if memory_id not in found:
-                    raise NotFound(f"memory {memory_id} not found")
-            await graph.store_edge(db, stored)
-            if stored.type is EdgeType.SUPERSEDES:
-                detail = f"superseded by {stored.source}"
-                await writes.log_change(db, ChangeKind.SUPERSEDED, stored.target, stamp(now), detail)
+        await self._write("link", lambda db: self._store_edge(db, stored, now))
         return stored
+
+    async def _store_edge(self, db: aiosqlite.Connection, edge: Edge, now: datetime) -> None:
+        found = await active_records(db, [edge.source, edge.target])
+        for memory_id in (edge.source, edge.target):
+            if memory_id not in found:
+                raise NotFound(f"memory {memory_id} not found")
+        await graph.store_edge(db, edge)
+        if edge.type is EdgeType.SUPERSEDES:
+            detail = f"superseded by {edge.source}"
+            await writes.log_change(db, ChangeKind.SUPERSEDED, edge.target, stamp(now), detail)
 
     async def forget(self, memory_id: str) -> None:
         """Soft-delete ``memory_id``; its edges and index entries disappear from reads."""
-        now = stamp(self._now())
-        async with self._transaction("forget") as db:
-            cursor = await db.execute(
-                "UPDATE memories SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL", (now, memory_id)
-            )
-            if cursor.rowcount == 0:
-                raise NotFound(f"memory {memory_id} not found")
-            await writes.remove_from_indexes(db, memory_id)
-            await writes.log_change(db, ChangeKind.FORGOTTEN, memory_id, now)
+        await self._write("forget", lambda db: self._forget(db, memory_id, stamp(self._now())))
+
+    async def _forget(self, db: aiosqlite.Connection, memory_id: str, now: str) -> None:
+        cursor = await db.execute(
+            "UPDATE memories SET deleted_at = ? WHERE id = ? AND deleted_at IS NULL", (now, memory_id)
+        )
+        if cursor.rowcount == 0:
+            raise NotFound(f"memory {memory_id} not found")
+        await writes.remove_from_indexes(db, memory_id)
+        await writes.log_change(db, ChangeKind.FORGOTTEN, memory_id, now)
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -651,8 +646,7 @@ class SqliteBackend(AsyncLifecycle):
     async def put_vectors(self, space: str, vectors: Sequence[tuple[str, bytes]]) -> int:
         """Store vectors of active memories in ``space``; returns how many were stored."""
         vector_rows.check_space(space)
-        async with self._transaction("put_vectors") as db:
-            return await vector_rows.put(db, space, vectors)
+        return await self._write("put_vectors", lambda db: vector_rows.put(db, space, vectors))
 
     async def vectors_after(self, space: str, cursor: int, *, limit: int) -> VectorPage:
         """Vectors of ``space`` stored after ``cursor``, oldest first."""

@@ -10,6 +10,8 @@ from memory_orchestrator.adapters.sqlite.schema import SCHEMA_VERSION, schema_ve
 from memory_orchestrator.ports import BackendHealth, HealthCheck, OrchestratorError
 
 if TYPE_CHECKING:
+    import aiosqlite
+
     from memory_orchestrator.adapters.sqlite.backend import SqliteBackend
 
 
@@ -62,13 +64,18 @@ async def _fts_check(backend: SqliteBackend) -> HealthCheck:
 async def _probe_check(backend: SqliteBackend) -> HealthCheck:
     started = time.perf_counter()
     try:
-        async with backend._transaction("health probe") as db:
-            cursor = await db.execute("INSERT INTO probe (at) VALUES (?)", (stamp(backend.clock.now()),))
-            probe_id = cursor.lastrowid
-            async with db.execute("SELECT at FROM probe WHERE id = ?", (probe_id,)) as reader:
-                row = await reader.fetchone()
-            await db.execute("DELETE FROM probe WHERE id = ?", (probe_id,))
+        at = stamp(backend.clock.now())
+        read_back = await backend._write("health probe", lambda db: _round_trip(db, at))  # as any write
     except (OrchestratorError, OSError) as exc:
         return HealthCheck("probe", "error", str(exc), _elapsed_ms(started))
-    status = "ok" if row is not None else "error"
+    status = "ok" if read_back else "error"
     return HealthCheck("probe", status, "write/read/delete round trip", _elapsed_ms(started))
+
+
+async def _round_trip(db: aiosqlite.Connection, at: str) -> bool:
+    """Write a probe row, read it back and delete it; whether it was read."""
+    cursor = await db.execute("INSERT INTO probe (at) VALUES (?)", (at,))
+    probe_id = cursor.lastrowid
+    found = await db.execute_fetchall("SELECT at FROM probe WHERE id = ?", (probe_id,))
+    await db.execute("DELETE FROM probe WHERE id = ?", (probe_id,))
+    return bool(list(found))
