@@ -321,8 +321,9 @@ class SqliteBackend(AsyncLifecycle):
     async def remember_many(self, memories: Sequence[NewMemory]) -> list[WriteResult]:
         """Store ``memories`` in order in one transaction, each exactly as ``remember`` would (same
         dedup, same automatic edges: later memories see earlier ones). Every memory is validated
-        first; a failure stores none of them. The batch runs in a worker thread on its own
-        connection, so the event loop stays free and no statement pays a thread hop."""
+        first; a failure stores none of them. The batch runs in a worker thread on the write
+        connection (``_writer_transaction``), so the event loop stays free and no statement pays a
+        thread hop."""
         for memory in memories:
             validate_new_memory(memory)
         if not memories:
