@@ -71,6 +71,7 @@ from memory_orchestrator.ports.validation import (
 )
 
 T = TypeVar("T")
+A = TypeVar("A")
 #: Attempts and first back-off of a write transaction (or an open) that finds the database locked.
 WRITE_ATTEMPTS = 6
 FIRST_BACKOFF_S = 0.05
@@ -158,8 +159,8 @@ class SqliteBackend(AsyncLifecycle):
         self._sketches = writes.SketchCache()
         #: Ids by rowid of the rows committed batches met (used only under the write lock).
         self._rowids = writes.RowIds()
-        #: The connection ``remember`` and ``remember_many`` write on, from a worker thread (see
-        #: ``_writer_transaction``), kept between writes so its page cache stays warm.
+        #: The connection every write runs on, from a worker thread (see ``_writer_transaction``),
+        #: kept between writes so its page cache stays warm.
         self._writer: sqlite3.Connection | None = None
         #: Held by the worker thread for a whole write: a write whose caller was cancelled still runs
         #: to its end, and closing waits for it rather than pulling the connection from under it.
@@ -272,10 +273,14 @@ class SqliteBackend(AsyncLifecycle):
         """``work`` in one immediate transaction on the write connection, in a worker thread (see
         ``_writer_transaction``): one thread hop for all its statements. A caller cancelled meanwhile
         does not stop it: it runs to its end (and commits, unless it fails)."""
+        return await self._in_writer_thread(operation, self._write_now, work)
+
+    async def _in_writer_thread(self, operation: str, function: Callable[[A], T], argument: A) -> T:
+        """``function(argument)`` in a worker thread, under the write lock, its errors translated."""
         self._check_writable(operation)
         async with self._write_lock:
             with self._translated(operation):
-                return await asyncio.to_thread(self._write_now, work)
+                return await asyncio.to_thread(function, argument)
 
     def _write_now(self, work: Work[T]) -> T:
         with self._writer_lock, self._writer_transaction(WAL_PAGES) as db:
@@ -328,11 +333,7 @@ class SqliteBackend(AsyncLifecycle):
             validate_new_memory(memory)
         if not memories:
             return []
-        batch = list(memories)
-        self._check_writable("remember_many")
-        async with self._write_lock:
-            with self._translated("remember_many"):
-                return await asyncio.to_thread(self._remember_batch, batch)
+        return await self._in_writer_thread("remember_many", self._remember_batch, list(memories))
 
     def _remember_batch(self, memories: list[NewMemory]) -> list[WriteResult]:
         with self._writer_lock, collector_paused():

@@ -71,7 +71,7 @@ async def drop_scratch(db: Connection) -> None:
 
 
 class Connection(Protocol):
-    """What the postings need of a connection (aiosqlite's or the bulk path's ``SyncConnection``)."""
+    """What the postings need of a connection (aiosqlite's or the write connection's ``SyncConnection``)."""
 
     async def execute(self, sql: str, parameters: Sequence[Any] = ..., /) -> Any: ...
 
