@@ -7,11 +7,11 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import Awaitable, Callable, Collection, Coroutine, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TypeVar, cast
 
 import aiosqlite
 
@@ -21,10 +21,11 @@ from memory_orchestrator.adapters.sqlite.batch import Batch, collector_paused, f
 from memory_orchestrator.adapters.sqlite.batch_view import BatchView
 from memory_orchestrator.adapters.sqlite.health import health_report
 from memory_orchestrator.adapters.sqlite.planner import EntityInputs, Helper, Planned, entity_inputs, plan
+from memory_orchestrator.adapters.sqlite.reader import Reader
 from memory_orchestrator.adapters.sqlite.records import active_records, select_records
 from memory_orchestrator.adapters.sqlite.rows import MEMORY_COLUMNS, stamp
 from memory_orchestrator.adapters.sqlite.schema import SCHEMA_VERSION, migrate, schema_version
-from memory_orchestrator.adapters.sqlite.sync_db import SyncConnection, run_to_end
+from memory_orchestrator.adapters.sqlite.sync_db import SyncConnection, Work, run_to_end
 from memory_orchestrator.adapters.sqlite.transactions import rollback_now
 from memory_orchestrator.ports import (
     AsyncLifecycle,
@@ -102,8 +103,6 @@ _CAPABILITIES = Capabilities(
 )
 
 
-#: What a write does in its transaction on the write connection (``SqliteBackend._write``).
-Work = Callable[[aiosqlite.Connection], Coroutine[Any, Any, T]]
 #: ``writes.entity_stats`` or a batch's ``BatchView.entity_stats``: spelling and uses per known name.
 EntityStats = Callable[[aiosqlite.Connection, set[str]], Awaitable[dict[str, tuple[str, int]]]]
 
@@ -154,6 +153,8 @@ class SqliteBackend(AsyncLifecycle):
         self.clock: Clock = clock or SystemClock()
         self.busy_timeout_ms = busy_timeout_ms
         self._db: aiosqlite.Connection | None = None
+        #: Where reads run (``reader.py``): set while open.
+        self._reader: Reader | None = None
         self._write_lock = asyncio.Lock()
         #: Candidate sketches read by earlier writes (used only under the write lock).
         self._sketches = writes.SketchCache()
@@ -199,6 +200,7 @@ class SqliteBackend(AsyncLifecycle):
             with self._translated(f"open {self.path} read-only (after: {exc})"):
                 self._db = await self._connect_read_only()
             self.read_only = True
+        self._reader = Reader(self._connect_reader)
         self._version = CommitCounter(self.path, immutable=self.read_only)
         with self._translated(f"open {self.path}"):
             self._version.open()
@@ -221,9 +223,7 @@ class SqliteBackend(AsyncLifecycle):
         return db
 
     async def _connect_read_only(self) -> aiosqlite.Connection:
-        # immutable: nothing can write this file now, so no lock or -shm file is needed to read it
-        uri = f"{self.path.resolve().as_uri()}?mode=ro&immutable=1"
-        db = await aiosqlite.connect(uri, uri=True, isolation_level=None)
+        db = await aiosqlite.connect(self._read_only_uri(), uri=True, isolation_level=None)
         try:
             version = await schema_version(db)
             if version != SCHEMA_VERSION:
@@ -237,9 +237,30 @@ class SqliteBackend(AsyncLifecycle):
             raise
         return db
 
+    def _read_only_uri(self) -> str:
+        # immutable: nothing can write this file now, so no lock or -shm file is needed to read it
+        return f"{self.path.resolve().as_uri()}?mode=ro&immutable=1"
+
+    def _connect_reader(self) -> sqlite3.Connection:
+        """The read connection (in the reader thread, at the first read): the store is in WAL mode and
+        migrated by then (``open``)."""
+        if self.read_only:
+            return sqlite3.connect(self._read_only_uri(), uri=True, isolation_level=None)
+        connection = sqlite3.connect(self.path, isolation_level=None)
+        try:
+            connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms):d}")
+            connection.execute(f"PRAGMA cache_size = {-CACHE_KIB:d}")
+        except BaseException:
+            connection.close()
+            raise
+        return connection
+
     async def aclose(self) -> None:
         """Close the connections. Idempotent."""
         db, self._db = self._db, None
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            await reader.aclose()
         if self._version is not None:
             self._version.close()
             self._version = None
@@ -268,6 +289,15 @@ class SqliteBackend(AsyncLifecycle):
             raise BackendRejected(f"{operation}: {exc}", backend=self.name) from exc
         except (sqlite3.Error, OSError, ValueError) as exc:
             raise BackendUnavailable(f"{operation}: {exc}", backend=self.name) from exc
+
+    async def _read(self, operation: str, work: Work[T]) -> T:
+        """``work`` on the read connection, in the reader thread: one thread hop for all its
+        statements (``reader.py``)."""
+        reader = self._reader
+        if reader is None:
+            raise BackendUnavailable("the SQLite backend is not open", backend=self.name)
+        with self._translated(operation):
+            return await reader.run(work)
 
     async def _write(self, operation: str, work: Work[T]) -> T:
         """``work`` in one immediate transaction on the write connection, in a worker thread (see
@@ -530,8 +560,7 @@ class SqliteBackend(AsyncLifecycle):
 
     async def get(self, ids: Sequence[str]) -> list[MemoryRecord]:
         """Active memories by id, in the order asked (each once)."""
-        with self._translated("get"):
-            found = await active_records(self.db, ids)
+        found = await self._read("get", lambda db: active_records(db, ids))
         return [found[memory_id] for memory_id in dict.fromkeys(ids) if memory_id in found]
 
     async def recent(
@@ -539,8 +568,8 @@ class SqliteBackend(AsyncLifecycle):
     ) -> list[MemoryRecord]:
         """Newest visible memories first."""
         validate_limit(limit)
-        with self._translated("recent"):
-            return await retrieval.newest(self.db, filters, ensure_utc(now or self._now()), limit)
+        moment = ensure_utc(now or self._now())
+        return await self._read("recent", lambda db: retrieval.newest(db, filters, moment, limit))
 
     async def search(
         self, text: str, *, limit: int = 10, filters: Filters = Filters(), now: datetime | None = None
@@ -548,8 +577,8 @@ class SqliteBackend(AsyncLifecycle):
         """FTS5 BM25 keyword search."""
         validate_limit(limit)
         moment = ensure_utc(now or self._now())
-        with self._translated("search"):
-            scored = await retrieval.keyword(self.db, tokenize(text), filters, moment, limit)
+        terms = tokenize(text)
+        scored = await self._read("search", lambda db: retrieval.keyword(db, terms, filters, moment, limit))
         return [
             Hit(record, round(score, 6), via="keyword", signals={"keyword": round(score, 6)})
             for record, score in scored
@@ -559,28 +588,17 @@ class SqliteBackend(AsyncLifecycle):
         """The memories sharing the most rare words with ``text`` (``ports.similar``; see
         ``similar.similar_records``): a bounded lookup, where ``search`` scores every match."""
         validate_limit(limit)
-        with self._translated("similar_memories"):
-            return await similar.similar_records(self.db, text, self._now(), limit)
+        now = self._now()
+        return await self._read("similar_memories", lambda db: similar.similar_records(db, text, now, limit))
 
     async def recall(self, query: RecallQuery) -> list[Hit]:
         """Keyword, entity and recency channels fused by weighted reciprocal rank."""
         validate_limit(query.limit)
         now = ensure_utc(query.now or self._now())
-        pool = query.limit * 5
-        with self._translated("recall"):
-            scored = await retrieval.keyword(self.db, tokenize(query.text), query.filters, now, pool)
-            known = await writes.known_names(self.db, name_candidates(query.text))
-            names = [*extract_entities(query.text), *matched_names(query.text, known)]
-            anchors = await retrieval.anchored(self.db, names, query.filters, now, pool)
-            latest = await retrieval.newest(self.db, query.filters, now, query.limit)
+        scored, anchors, latest = await self._read("recall", lambda db: _recall_lists(db, query, now))
         channels = {"keyword": [record for record, _ in scored], "entity": anchors, "recency": latest}
         scores = {record.id: score for record, score in scored}
         return fuse_recall(channels, scores, now)[: query.limit]
-
-    async def _entity_names(self, limit: int) -> list[str]:
-        sql = "SELECT name FROM entity_stats WHERE uses > 0 ORDER BY uses DESC, entity_norm LIMIT ?"
-        rows = await self.db.execute_fetchall(sql, (limit,))
-        return [str(row[0]) for row in rows]
 
     async def neighbors(
         self,
@@ -597,8 +615,10 @@ class SqliteBackend(AsyncLifecycle):
         """
         validate_hops(hops)
         validate_limit(limit)
-        with self._translated("neighbors"):
-            return await graph.neighbors(self.db, list(ids), edge_types, hops, limit, filters)
+        frontier = list(ids)
+        return await self._read(
+            "neighbors", lambda db: graph.neighbors(db, frontier, edge_types, hops, limit, filters)
+        )
 
     async def strongest_neighbors(
         self,
@@ -618,26 +638,20 @@ class SqliteBackend(AsyncLifecycle):
         ranking = graph.Ranking(
             {EdgeType(k).value: float(v) for k, v in weights.items()}, per_source, min_strength, floors
         )
-        with self._translated("strongest_neighbors"):
-            return await graph.strongest(self.db, list(ids), ranking, limit, filters)
+        frontier = list(ids)
+        return await self._read(
+            "strongest_neighbors", lambda db: graph.strongest(db, frontier, ranking, limit, filters)
+        )
 
     async def changes(self, since: datetime, *, limit: int = 100) -> list[Change]:
         """Changes at or after ``since``, oldest first."""
         validate_limit(limit)
-        sql = "SELECT kind, memory_id, at, detail FROM oplog WHERE at >= ? ORDER BY at, seq LIMIT ?"
-        with self._translated("changes"):
-            rows = list(await self.db.execute_fetchall(sql, (stamp(since), limit)))
-            records = await active_records(self.db, (row[1] for row in rows))
-        return [
-            Change(ChangeKind(row[0]), row[1], parse_timestamp(row[2]), records.get(row[1]), row[3])
-            for row in rows
-        ]
+        return await self._read("changes", lambda db: _changes(db, stamp(since), limit))
 
     async def known_entities(self, *, limit: int = 1000) -> list[str]:
         """Entity names of active memories, most used first, ties alphabetical."""
         validate_limit(limit)
-        with self._translated("known_entities"):
-            return await self._entity_names(limit)
+        return await self._read("known_entities", lambda db: _entity_names(db, limit))
 
     async def health(self, *, probe: bool = False) -> BackendHealth:
         """File, schema and FTS checks; with ``probe`` a write/read/delete round trip on a scratch table."""
@@ -654,26 +668,22 @@ class SqliteBackend(AsyncLifecycle):
         """Vectors of ``space`` stored after ``cursor``, oldest first."""
         vector_rows.check_space(space)
         validate_limit(limit)
-        with self._translated("vectors_after"):
-            return await vector_rows.after(self.db, space, cursor, limit)
+        return await self._read("vectors_after", lambda db: vector_rows.after(db, space, cursor, limit))
 
     async def without_vectors(self, space: str, *, limit: int) -> list[MemoryRecord]:
         """Active memories with no vector in ``space`` yet, oldest first."""
         vector_rows.check_space(space)
         validate_limit(limit)
-        with self._translated("without_vectors"):
-            return await vector_rows.missing(self.db, space, limit)
+        return await self._read("without_vectors", lambda db: vector_rows.missing(db, space, limit))
 
     async def context_records(self, ids: Sequence[str]) -> dict[str, list[MemoryRecord]]:
         """Each memory's context neighbours (``ports.ContextSource``; see ``sqlite/context.py``)."""
-        with self._translated("context_records"):
-            return await context.context_records(self.db, ids)
+        return await self._read("context_records", lambda db: context.context_records(db, ids))
 
     async def count(self, *, include_forgotten: bool = False) -> int:
         """Number of stored memories (active only unless asked)."""
         sql = "SELECT count(*) FROM memories" + ("" if include_forgotten else " WHERE deleted_at IS NULL")
-        with self._translated("count"):
-            rows = list(await self.db.execute_fetchall(sql))
+        rows = list(await self._read("count", lambda db: db.execute_fetchall(sql)))
         return int(rows[0][0]) if rows else 0
 
     async def all_records(self) -> list[MemoryRecord]:
@@ -681,8 +691,35 @@ class SqliteBackend(AsyncLifecycle):
         sql = (
             f"SELECT {MEMORY_COLUMNS} FROM memories m WHERE m.deleted_at IS NULL ORDER BY m.created_at, m.id"
         )
-        with self._translated("all_records"):
-            return await select_records(self.db, sql, ())
+        return await self._read("all_records", lambda db: select_records(db, sql, ()))
+
+
+async def _recall_lists(
+    db: aiosqlite.Connection, query: RecallQuery, now: datetime
+) -> tuple[list[tuple[MemoryRecord, float]], list[MemoryRecord], list[MemoryRecord]]:
+    """``recall``'s keyword, entity and recency lists."""
+    pool = query.limit * 5
+    scored = await retrieval.keyword(db, tokenize(query.text), query.filters, now, pool)
+    known = await writes.known_names(db, name_candidates(query.text))
+    names = [*extract_entities(query.text), *matched_names(query.text, known)]
+    anchors = await retrieval.anchored(db, names, query.filters, now, pool)
+    latest = await retrieval.newest(db, query.filters, now, query.limit)
+    return scored, anchors, latest
+
+
+async def _changes(db: aiosqlite.Connection, since: str, limit: int) -> list[Change]:
+    sql = "SELECT kind, memory_id, at, detail FROM oplog WHERE at >= ? ORDER BY at, seq LIMIT ?"
+    rows = list(await db.execute_fetchall(sql, (since, limit)))
+    records = await active_records(db, (row[1] for row in rows))
+    return [
+        Change(ChangeKind(row[0]), row[1], parse_timestamp(row[2]), records.get(row[1]), row[3])
+        for row in rows
+    ]
+
+
+async def _entity_names(db: aiosqlite.Connection, limit: int) -> list[str]:
+    sql = "SELECT name FROM entity_stats WHERE uses > 0 ORDER BY uses DESC, entity_norm LIMIT ?"
+    return [str(row[0]) for row in await db.execute_fetchall(sql, (limit,))]
 
 
 def new_id() -> str:

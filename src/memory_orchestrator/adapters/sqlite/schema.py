@@ -195,6 +195,12 @@ DROP TABLE temp.impacts_v6;
 
 SCHEMA_V6 = schema_v6(LARGE.format(threshold=SMALL_STORE))
 
+# Version 7: the forgotten memories listed by id, so a graph hop can leave them out without joining
+# every memory it reaches (adapters/sqlite/graph.py).
+SCHEMA_V7 = """
+CREATE INDEX IF NOT EXISTS memories_forgotten ON memories(id) WHERE deleted_at IS NOT NULL;
+"""
+
 #: (version, script) in order; a database at version N runs every script above N.
 MIGRATIONS: tuple[tuple[int, str], ...] = (
     (1, SCHEMA_V1),
@@ -203,6 +209,7 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
     (4, SCHEMA_V4),
     (5, SCHEMA_V5),
     (6, SCHEMA_V6),
+    (7, SCHEMA_V7),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

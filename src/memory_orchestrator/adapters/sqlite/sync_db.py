@@ -8,10 +8,15 @@ statement, and the write code exists once for reads on aiosqlite, single writes 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Coroutine, Iterable, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from typing import Any, TypeVar
 
+import aiosqlite
+
 T = TypeVar("T")
+#: A read or a write of this package, as the backend runs it on its read or write connection: a
+#: coroutine of the connection (a ``SyncConnection`` there), driven by ``run_to_end``.
+Work = Callable[[aiosqlite.Connection], Coroutine[Any, Any, T]]
 
 
 def run_to_end(coroutine: Coroutine[Any, Any, T]) -> T:
