@@ -43,6 +43,27 @@ def test_basic_verbosity_caps_long_lists_full_keeps_them() -> None:
     assert full.to_dict()["stages"]["ranking"]["items"] == long
 
 
+@pytest.mark.parametrize("size", [0, BASIC_LIST_LIMIT, BASIC_LIST_LIMIT + 1, BASIC_LIST_LIMIT + 90])
+@pytest.mark.parametrize("verbosity", ["basic", "full"])
+def test_listed_formats_only_what_the_trace_keeps_and_records_as_record_would(
+    size: int, verbosity: str
+) -> None:
+    values = list(range(size))
+    formatted: list[int] = []
+
+    def form(value: int) -> dict[str, int]:
+        formatted.append(value)
+        return {"id": value}
+
+    lazy = Trace("search", {}, created_at=AT, verbosity=verbosity)
+    lazy.record("ranking", items=lazy.listed(values, form))
+    eager = Trace("search", {}, created_at=AT, verbosity=verbosity)
+    eager.record("ranking", items=[{"id": value} for value in values])
+    assert lazy.to_dict()["stages"] == eager.to_dict()["stages"]
+    kept = size if verbosity == "full" else min(size, BASIC_LIST_LIMIT)
+    assert formatted == values[:kept]
+
+
 @pytest.mark.anyio
 async def test_in_process_store_prunes_oldest_and_lists_newest_first() -> None:
     store = InProcessTraceStore(retention=2)

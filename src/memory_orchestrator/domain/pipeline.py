@@ -10,6 +10,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Any
 
 from memory_orchestrator.domain.as_of import drop_future_superseders
 from memory_orchestrator.domain.candidates import Candidate
@@ -186,7 +187,9 @@ async def _retrieve(
     trace.record(
         "retrieval",
         lists={key: [{"id": i, "score": round(s, 6)} for i, s in hits] for key, hits in found.lists.items()},
-        fused=[{"id": c.memory_id, "relevance": round(c.relevance, 6)} for c in found.candidates],
+        fused=trace.listed(
+            found.candidates, lambda c: {"id": c.memory_id, "relevance": round(c.relevance, 6)}
+        ),
     )
     return found
 
@@ -299,16 +302,17 @@ async def _expand(
         edge_weights={kind.value: round(weight, 4) for kind, weight in weights.items()},
         neighbor_calls=outcome.neighbor_calls,
         decisions=outcome.decisions,
-        added=[
-            {
-                "id": c.memory_id,
-                "inherited": round(c.inherited, 6),
-                "seed": c.seed_id,
-                "path": [step.to_dict() for step in c.path],
-            }
-            for c in outcome.added
-        ],
+        added=trace.listed(outcome.added, _added_entry),
     )
+
+
+def _added_entry(candidate: Candidate) -> dict[str, Any]:
+    return {
+        "id": candidate.memory_id,
+        "inherited": round(candidate.inherited, 6),
+        "seed": candidate.seed_id,
+        "path": [step.to_dict() for step in candidate.path],
+    }
 
 
 def _rank(
@@ -341,10 +345,10 @@ def _rank(
     trace.record(
         "ranking",
         superseded=[item.record.id for item in kept if item.superseded],
-        items=[
-            {"id": item.record.id, "score": round(item.score, 6), "signals": dict(item.signals)}
-            for item in kept
-        ],
+        items=trace.listed(
+            kept,
+            lambda item: {"id": item.record.id, "score": round(item.score, 6), "signals": dict(item.signals)},
+        ),
     )
     return kept
 

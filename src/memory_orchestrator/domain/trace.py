@@ -13,17 +13,26 @@ import marshal
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from memory_orchestrator.domain.results import QueryPlan
 from memory_orchestrator.ports import format_timestamp
 
 #: Entries kept per stage list at ``basic`` verbosity (``full`` keeps everything).
 BASIC_LIST_LIMIT = 50
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class _Listed:
+    # A stage list already cut as ``Trace.record`` keeps it (``Trace.listed``).
+    entries: list[Any]
 
 
 def new_trace_id() -> str:
@@ -109,6 +118,14 @@ class Trace:
         for key, value in details.items():
             entry[key] = self._capped(value)
 
+    def listed(self, values: Sequence[T], form: Callable[[T], Any]) -> Any:
+        """``[form(value) for value in values]`` for ``record``, formatting only the entries it keeps
+        (at ``basic`` verbosity the first ``BASIC_LIST_LIMIT``, and the count of the rest)."""
+        if self.verbosity == "full" or len(values) <= BASIC_LIST_LIMIT:
+            return [form(value) for value in values]
+        kept = [form(value) for value in values[:BASIC_LIST_LIMIT]]
+        return _Listed([*kept, {"omitted": len(values) - BASIC_LIST_LIMIT}])
+
     def drop(self, memory_id: str, reason: str, stage: str) -> None:
         """Record that ``memory_id`` left the pipeline at ``stage`` and why."""
         self.drops.append({"memory_id": memory_id, "reason": reason, "stage": stage})
@@ -134,6 +151,8 @@ class Trace:
         }
 
     def _capped(self, value: Any) -> Any:
+        if isinstance(value, _Listed):
+            return value.entries
         if self.verbosity != "full" and isinstance(value, list) and len(value) > BASIC_LIST_LIMIT:
             return [*value[:BASIC_LIST_LIMIT], {"omitted": len(value) - BASIC_LIST_LIMIT}]
         return value
