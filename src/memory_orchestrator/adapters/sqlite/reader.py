@@ -6,8 +6,8 @@ of this package run on a ``SyncConnection`` (``sync_db``): driven to its end in 
 it crosses between threads once. Reads run one at a time, in the order asked, on one connection
 whose page cache stays warm, as they did on aiosqlite's; a read whose caller gave up still runs to
 its end, and closing waits for it. Each read is one read transaction, so all its statements see the
-store as of one moment (a graph hop lists the forgotten memories, then reads edges), and the
-connection is ``query_only``: a read cannot write.
+store as of one moment (a graph hop lists the forgotten memories, then reads edges). (Not
+``query_only``: a keyword search on a large store stems its terms through a TEMP table.)
 """
 
 from __future__ import annotations
@@ -43,7 +43,6 @@ class Reader:
             connection = self._connection
             if connection is None:
                 connection = self._connection = self._connect()
-                connection.execute("PRAGMA query_only = 1")
             connection.execute("BEGIN")
             try:
                 result = run_to_end(read(cast(aiosqlite.Connection, SyncConnection(connection))))
