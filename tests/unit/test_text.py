@@ -243,6 +243,12 @@ def test_tokens_are_never_empty_or_stop_words(text: str) -> None:
         assert token == token.lower()
 
 
+@given(st.text(max_size=200))
+def test_text_without_han_tokenizes_as_the_han_splitting_path_does(text: str) -> None:
+    # a Han character at the end sends the text down the path that looks for Han in every word run
+    assert tokenize(text) == tokenize(f"{text} 猫")[:-1]
+
+
 @given(
     st.lists(st.sampled_from(["We", "use", "POSTGRES", "ß", "İ"]), min_size=1),
     st.sampled_from([" ", "\t", "\n "]),
