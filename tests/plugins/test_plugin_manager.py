@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from memory_orchestrator.adapters.memory import InMemoryBackend
-from memory_orchestrator.plugins import hookimpl, hookspecs
+from memory_orchestrator.plugins import hookimpl, hookspecs, scorers
 from memory_orchestrator.plugins.manager import PluginManager, load_plugins
 from memory_orchestrator.plugins.scorers import TagMatchScorer
 from memory_orchestrator.ports import (
@@ -168,6 +168,17 @@ def test_tag_match_rewards_tags_named_in_the_query() -> None:
     assert scorer.score(context("results of the load-test"), tagged, {}) == 0.5
     assert scorer.score(context("anything", entities=("INFRA",)), tagged, {}) == 0.5
     assert scorer.score(context("vendor"), record(), {}) == 0.0
+
+
+def test_tag_match_counts_each_tag_once_and_keeps_its_verdicts_bounded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(scorers._Question, "MOST", 2)
+    scorer, asked = TagMatchScorer(), context("vendor infra costs")
+    for _ in range(3):  # verdicts remembered, then forgotten past the bound: the same answers
+        assert scorer.score(asked, record(tags=("vendor", "vendor", "ops")), {}) == 0.5
+        assert scorer.score(asked, record(tags=("infra", "cost", "vendor")), {}) == 0.75
+    assert len(scorers._question(asked.query, asked.task, asked.entities).verdicts) <= 2
 
 
 def test_tag_match_weight_is_validated() -> None:

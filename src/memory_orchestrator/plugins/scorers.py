@@ -37,31 +37,49 @@ class TagMatchScorer:
         """Return the tag-match signal of ``record`` in ``[0, 1]``."""
         if not record.tags:
             return 0.0
-        # The question's words and entities are the same for every candidate of a request (about
-        # 50): read once through the caches below rather than once per candidate.
-        words = _question_words(context.query, context.task)
-        entities = _folded(context.entities)
-        matches = sum(1 for tag in set(record.tags) if _tag_named(tag, words, entities))
+        # The question is the same for every candidate of a request (a hundred or more), and their
+        # tags recur: each tag is looked up once per question (see _Question).
+        matches = _question(context.query, context.task, context.entities).named(record.tags)
         return 1.0 - 0.5**matches
+
+
+class _Question:
+    """A question's words and entities, and whether it names each tag met so far."""
+
+    __slots__ = ("entities", "verdicts", "words")
+
+    #: Tags remembered per question (a long-lived question meets at most the store's tags).
+    MOST = 4096
+
+    def __init__(self, words: tuple[str, ...], entities: frozenset[str]) -> None:
+        self.words, self.entities = words, entities
+        self.verdicts: dict[str, bool] = {}
+
+    def named(self, tags: tuple[str, ...]) -> int:
+        """How many of the distinct ``tags`` the question names."""
+        verdicts, count = self.verdicts, 0
+        for tag in set(tags):
+            verdict = verdicts.get(tag)
+            if verdict is None:
+                if len(verdicts) >= self.MOST:
+                    verdicts.clear()
+                verdict = verdicts[tag] = _tag_named(tag, self.words, self.entities)
+            count += verdict
+        return count
+
+
+@lru_cache(maxsize=64)  # a few concurrent requests' questions (up to ~4k characters each)
+def _question(query: str, task: str, entities: tuple[str, ...]) -> _Question:
+    return _Question(_words(f"{query} {task}"), frozenset(entity.casefold() for entity in entities))
 
 
 def _words(text: str) -> tuple[str, ...]:
     return tuple(word.casefold() for word in _WORD.findall(text))
 
 
-@lru_cache(maxsize=64)  # a few concurrent requests' questions (up to ~4k characters each)
-def _question_words(query: str, task: str) -> tuple[str, ...]:
-    return _words(f"{query} {task}")
-
-
 @lru_cache(maxsize=4096)  # tags are short and recur across memories
 def _tag_words(folded_tag: str) -> tuple[str, ...]:
     return _words(folded_tag)
-
-
-@lru_cache(maxsize=256)
-def _folded(entities: tuple[str, ...]) -> frozenset[str]:
-    return frozenset(entity.casefold() for entity in entities)
 
 
 def _tag_named(tag: str, words: tuple[str, ...], entities: frozenset[str]) -> bool:
