@@ -6,7 +6,7 @@ import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import cast
+from typing import Any, cast
 
 import aiosqlite
 
@@ -112,6 +112,17 @@ class Ranking:
         """The entry's type weight times its edge weight clamped to 0..1 (0 for a type not followed)."""
         return edge_strength(self.weights.get(row[2], 0.0), row[3])
 
+    def weight_floors(self) -> dict[str, float] | None:
+        """Per type an edge of which can reach ``min_strength``, the edge weight it takes (lowered by a
+        billionth: rounding never leaves out an edge that passes); ``None`` when every edge passes.
+        An edge below its type's floor cannot be kept, nor decide what is (``_winners``), so a hop
+        never reads it: under a WHEN question's weights, ~99% of the entity edges of the bench's
+        store (and of an ENTITY question's, ~90% of the temporal ones)."""
+        if self.min_strength <= 0:
+            return None
+        need = self.min_strength * (1.0 - 1e-9)
+        return {kind: need / weight for kind, weight in self.weights.items() if weight >= need}
+
 
 #: One edge reaching a memory: ``(source_id, target_id, type, weight, origin, other)``, where
 #: ``origin`` is the frontier end and ``other`` the memory reached.
@@ -128,6 +139,7 @@ async def _hop(
     hop: int,
     forgotten: frozenset[str] | None,
     ranking: Ranking | None = None,
+    floors: Mapping[str, float] | None = None,
 ) -> list[Neighbor]:
     """One hop: the best edge per (reached memory, type), strongest first, ties by id then type.
 
@@ -137,9 +149,10 @@ async def _hop(
     passes here (SQL window functions over the same rows cost several times more), and the full
     edge and memory rows are read for the ``limit`` winners only. With a ``ranking`` only the
     strongest ``per_source`` memories per origin (one entry each) at or above ``min_strength`` are
-    kept (``ports.RankedNeighbors``). Frontier memories that are deleted reach nothing.
+    kept (``ports.RankedNeighbors``), and edges below its type's weight ``floors`` are not read.
+    Frontier memories that are deleted reach nothing.
     """
-    rows = await _reach(db, frontier, kinds, filters, forgotten)
+    rows = await _reach(db, frontier, _Kinds(kinds, floors), filters, forgotten)
     winners = _winners(rows, visited, limit, ranking)
     return await _neighbours_of(db, winners, hop)
 
@@ -154,39 +167,56 @@ async def _forgotten(db: aiosqlite.Connection, filters: Filters) -> frozenset[st
     return None if len(rows) > FORGOTTEN_LISTED else frozenset(row[0] for row in rows)
 
 
+@dataclass(frozen=True, slots=True)
+class _Kinds:
+    # The edge types a hop follows, and the weight each takes (``Ranking.weight_floors``), if any.
+    names: list[str]
+    floors: Mapping[str, float] | None
+
+    def clause(self) -> tuple[str, list[Any]]:
+        """The condition on ``e`` and its parameters."""
+        sql = "e.type IN (SELECT value FROM json_each(?))"
+        params: list[Any] = [json.dumps(self.names)]
+        if self.floors and any(floor > 0 for floor in self.floors.values()):
+            sql += " AND e.weight >= CASE e.type" + " WHEN ? THEN ?" * len(self.floors) + " ELSE 0 END"
+            params += [value for pair in sorted(self.floors.items()) for value in pair]
+        return sql, params
+
+
 async def _reach(
     db: aiosqlite.Connection,
     frontier: list[str],
-    kinds: list[str],
+    kinds: _Kinds,
     filters: Filters,
     forgotten: frozenset[str] | None,
 ) -> list[Reach]:
     if forgotten is not None:
         return await _reach_unfiltered(db, frontier, kinds, forgotten)
     clause = visible_clause(filters, None)
+    followed, followed_params = kinds.clause()
     active = "SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(?)) AND deleted_at IS NULL"
     half = (
         "SELECT e.source_id, e.target_id, e.type, e.weight, {origin}, m.id FROM edges e "
         f"JOIN memories m ON m.id = {{other}} WHERE {{origin}} IN ({active}) "
-        f"AND e.type IN (SELECT value FROM json_each(?)) AND {clause.text()}"
+        f"AND {followed} AND {clause.text()}"
     )
     sql = (
         half.format(origin="e.source_id", other="e.target_id")
         + " UNION ALL "
         + half.format(origin="e.target_id", other="e.source_id")
     )
-    ids, types = json.dumps(frontier), json.dumps(kinds)
-    params = (ids, types, *clause.params, ids, types, *clause.params)
-    return [tuple(row) for row in await db.execute_fetchall(sql, params)]
+    params = (json.dumps(frontier), *followed_params, *clause.params)
+    return [tuple(row) for row in await db.execute_fetchall(sql, params + params)]
 
 
 async def _reach_unfiltered(
-    db: aiosqlite.Connection, frontier: list[str], kinds: list[str], forgotten: frozenset[str]
+    db: aiosqlite.Connection, frontier: list[str], kinds: _Kinds, forgotten: frozenset[str]
 ) -> list[Reach]:
     # the edges alone (the primary key and ``edges_target`` cover them), forgotten ends left out here
+    followed, followed_params = kinds.clause()
     half = (
         "SELECT e.source_id, e.target_id, e.type, e.weight, {origin}, {other} FROM edges e "
-        "WHERE {origin} IN (SELECT value FROM json_each(?)) AND e.type IN (SELECT value FROM json_each(?))"
+        f"WHERE {{origin}} IN (SELECT value FROM json_each(?)) AND {followed}"
     )
     sql = (
         half.format(origin="e.source_id", other="e.target_id")
@@ -194,9 +224,9 @@ async def _reach_unfiltered(
         + half.format(origin="e.target_id", other="e.source_id")
     )
     ids = json.dumps([memory_id for memory_id in frontier if memory_id not in forgotten])
-    types = json.dumps(kinds)
+    params = (ids, *followed_params)
     # plain tuples already (no row factory): not copied row by row
-    rows = cast(list[Reach], list(await db.execute_fetchall(sql, (ids, types, ids, types))))
+    rows = cast(list[Reach], list(await db.execute_fetchall(sql, params + params)))
     return [row for row in rows if row[5] not in forgotten] if forgotten else rows
 
 
@@ -274,12 +304,13 @@ async def strongest(
     db: aiosqlite.Connection, ids: Sequence[str], ranking: Ranking, limit: int, filters: Filters
 ) -> list[Neighbor]:
     """One ranked hop from ``ids`` (see ``ports.RankedNeighbors``)."""
-    kinds = sorted(ranking.weights)
+    floors = ranking.weight_floors()
+    kinds = sorted(ranking.weights if floors is None else floors)
     frontier = list(dict.fromkeys(ids))
     if not frontier or not kinds:
         return []
     forgotten = await _forgotten(db, filters)
-    return await _hop(db, frontier, kinds, set(ids), filters, limit, 1, forgotten, ranking)
+    return await _hop(db, frontier, kinds, set(ids), filters, limit, 1, forgotten, ranking, floors)
 
 
 async def neighbors(
