@@ -273,12 +273,13 @@ class _Step:
         followed = edge.type is EdgeType.CAUSAL or edge.type is EdgeType.SUPERSEDES
         return self.to_causes and followed and edge.source == neighbour.record.id
 
-    def factor(self, neighbour: Neighbor, rank: int) -> float:
-        """Share of the parent's share the neighbour inherits (``rank``: among its siblings)."""
-        if self.upstream(neighbour):
-            return self.strength(neighbour)
+    def factor(self, strength: float, upstream: bool, rank: int) -> float:
+        """Share of the parent's share a neighbour inherits: its ``strength``, undecayed for a step
+        ``upstream`` (see ``upstream``), else decayed by the hop and its ``rank`` among its siblings."""
+        if upstream:
+            return strength
         limits = self.config.expansion
-        return self.strength(neighbour) * limits.hop_decay / (1.0 + limits.sibling_decay * rank)
+        return strength * limits.hop_decay / (1.0 + limits.sibling_decay * rank)
 
 
 async def _replacements(
@@ -316,8 +317,10 @@ async def _replacements(
         for old, parent in replaced.items():
             if record.id not in parent.candidate.record.superseded_by:
                 continue
-            edge = Edge(record.id, old, EdgeType.SUPERSEDES, 1.0)
-            state = _reach(parent, Neighbor(record, edge, old, hop), 0, pool, step, outcome)
+            neighbour = Neighbor(record, Edge(record.id, old, EdgeType.SUPERSEDES, 1.0), old, hop)
+            upstream = step.upstream(neighbour)
+            factor = step.factor(step.strength(neighbour), upstream, 0)
+            state = _reach(parent, neighbour, factor, upstream, pool, step, outcome)
             if state is not None and (record.id not in states or state.share > states[record.id].share):
                 states[record.id] = state
                 found.setdefault(old, []).append(record.id)
@@ -335,7 +338,9 @@ def _extend(
 ) -> list[_State]:
     limits = step.config.expansion
     parents = {state.candidate.memory_id: state for state in beam}
-    by_parent: dict[str, dict[str, tuple[float, Neighbor]]] = {}
+    # per parent, per memory: (its factor at rank 0, the neighbour, its strength, whether upstream),
+    # each worked out once per neighbour
+    by_parent: dict[str, dict[str, tuple[float, Neighbor, float, bool]]] = {}
     behind = {
         parent_id: {state.seed_id, *(item.from_id for item in state.path)}
         for parent_id, state in parents.items()
@@ -344,32 +349,35 @@ def _extend(
         # Walking back along the path that led here is not a discovery.
         if neighbour.from_id not in parents or neighbour.record.id in behind[neighbour.from_id]:
             continue
-        if step.causes_only and not step.upstream(neighbour):
+        upstream = step.upstream(neighbour)
+        if step.causes_only and not upstream:
             continue
         group = by_parent.setdefault(neighbour.from_id, {})
         current = group.get(neighbour.record.id)
         # A memory linked by several edge types counts once, over its strongest one.
-        strength = step.factor(neighbour, 0)
-        if current is None or strength > current[0]:
-            group[neighbour.record.id] = (strength, neighbour)
+        strength = step.strength(neighbour)
+        first = step.factor(strength, upstream, 0)
+        if current is None or first > current[0]:
+            group[neighbour.record.id] = (first, neighbour, strength, upstream)
     reached: dict[str, _State] = {}
     decision: dict[str, Any] = {"hop": hop, "frontier": list(parents), "reached": 0, "cut": {}}
     for parent_id, group in by_parent.items():
-        # strongest first, ties by id (each strength computed once, above)
-        ordered = [item for _, item in sorted(group.values(), key=lambda pair: (-pair[0], pair[1].record.id))]
+        # strongest first, ties by id
+        ordered = sorted(group.values(), key=lambda entry: (-entry[0], entry[1].record.id))
         if len(ordered) > limits.max_fanout:
-            cut = ordered[limits.max_fanout :]
-            decision["cut"][parent_id] = [item.record.id for item in cut]
+            cut = [entry[1].record.id for entry in ordered[limits.max_fanout :]]
+            decision["cut"][parent_id] = cut
             outcome.dropped.extend(
-                (item.record.id, f"hub guard: fan-out of {parent_id} capped at {limits.max_fanout}")
-                for item in cut
+                (memory_id, f"hub guard: fan-out of {parent_id} capped at {limits.max_fanout}")
+                for memory_id in cut
             )
         siblings = 0
-        for neighbour in ordered[: limits.max_fanout]:
+        for _, neighbour, strength, upstream in ordered[: limits.max_fanout]:
             # Causes do not count as siblings: every cause of an effect is part of the answer.
-            rank = 0 if step.upstream(neighbour) else siblings
-            siblings += 0 if step.upstream(neighbour) else 1
-            state = _reach(parents[parent_id], neighbour, rank, pool, step, outcome)
+            rank = 0 if upstream else siblings
+            siblings += 0 if upstream else 1
+            factor = step.factor(strength, upstream, rank)
+            state = _reach(parents[parent_id], neighbour, factor, upstream, pool, step, outcome)
             if state is None:
                 continue
             previous = reached.get(neighbour.record.id)
@@ -383,17 +391,18 @@ def _extend(
 def _reach(
     parent: _State,
     neighbour: Neighbor,
-    rank: int,
+    factor: float,
+    upstream: bool,
     pool: dict[str, Candidate],
     step: _Step,
     outcome: ExpansionOutcome,
 ) -> _State | None:
+    # ``factor``: of the parent's share (``_Step.factor``); ``upstream``: ``_Step.upstream``
     record = neighbour.record
     reason = exclusion(record, step.filters, step.now)
     if reason is not None:
         outcome.dropped.append((record.id, reason))
         return None
-    factor = step.factor(neighbour, rank)
     share = parent.share * factor
     if share < step.config.expansion.min_path_score:
         outcome.dropped.append((record.id, f"below threshold: path score {share:.3f}"))
@@ -401,7 +410,7 @@ def _reach(
     path_step = PathStep(parent.candidate.memory_id, record.id, neighbour.edge.type, neighbour.edge.weight)
     state = _State(pool.get(record.id) or Candidate(record), share, parent.proximity * factor)
     state.seed_id, state.path = parent.seed_id, (*parent.path, path_step)
-    state.to_cause = step.upstream(neighbour)
+    state.to_cause = upstream
     candidate = state.candidate
     if record.id not in pool:
         pool[record.id] = candidate
