@@ -155,31 +155,33 @@ class _Weighted:
         by their specificity)."""
         weights, context, record = self.weights, self.context, candidate.record
         relevance, graph = candidate.relevance, candidate.inherited
-        signals = {
-            "relevance": relevance,
-            "graph": graph,
-            "recency": recency(record.created_at, context.now, self.half_life),
-            "type_match": type_match(record, context.intent),
-            "entity": entity,
-            "importance": min(1.0, max(0.0, (record.importance - 1) / 4)),
-            "cross_reference": _cross_reference(candidate, context.total_lists),
-            "noise": noise_of_words(candidate.words()),
-            "time": time_match(record.created_at, context.time_window),
-        }
+        fresh = recency(record.created_at, context.now, self.half_life)
+        fits = type_match(record, context.intent)
+        importance = min(1.0, max(0.0, (record.importance - 1) / 4))
+        cross = _cross_reference(candidate, context.total_lists)
+        noisy = noise_of_words(candidate.words())
+        timely = time_match(record.created_at, context.time_window)
         strong, weak = (relevance, graph) if relevance >= graph else (graph, relevance)
         # the same operations in the same order as ever, so the same doubles
         score = weights.relevance * strong + weights.graph * weak
-        score += self.recency * signals["recency"] + weights.type_match * signals["type_match"]
-        score += self.entity * signals["entity"] + weights.importance * signals["importance"]
-        score += weights.cross_reference * signals["cross_reference"] - weights.noise * signals["noise"]
-        score += weights.time * signals["time"]
+        score += self.recency * fresh + weights.type_match * fits
+        score += self.entity * entity + weights.importance * importance
+        score += weights.cross_reference * cross - weights.noise * noisy
+        score += weights.time * timely
         superseded = bool(record.superseded_by)
         if superseded:
             score *= self.superseded_factor
-        for key, value in signals.items():
-            # most signals are exactly 0 or 1, which rounding leaves as they are (and it is not free)
-            if value != 0.0 and value != 1.0:
-                signals[key] = round(value, 6)
+        signals = {
+            "relevance": _rounded(relevance),
+            "graph": _rounded(graph),
+            "recency": _rounded(fresh),
+            "type_match": _rounded(fits),
+            "entity": _rounded(entity),
+            "importance": _rounded(importance),
+            "cross_reference": _rounded(cross),
+            "noise": _rounded(noisy),
+            "time": _rounded(timely),
+        }
         return RankedItem(
             candidate,
             score,
@@ -189,6 +191,11 @@ class _Weighted:
             matched=matched,
             context=context,
         )
+
+
+def _rounded(value: float) -> float:
+    # most signals are exactly 0 or 1, which rounding leaves as they are (and it is not free)
+    return value if value == 0.0 or value == 1.0 else round(value, 6)
 
 
 def order_key(item: RankedItem) -> tuple[float, float, str]:
@@ -254,7 +261,7 @@ def matched_entities(record: MemoryRecord, patterns: Sequence[tuple[str, re.Patt
     if not patterns:
         return []
     source = record.source.casefold()
-    carried = {entity.casefold() for entity in record.entities}
+    carried: set[str] | None = None  # the memory's entities, casefolded: read when needed
     content = record.content
     # ASCII text cannot match a case-insensitive ASCII name it does not contain, lower-cased
     lowered = content.lower() if content.isascii() else None
@@ -262,9 +269,14 @@ def matched_entities(record: MemoryRecord, patterns: Sequence[tuple[str, re.Patt
     for name, pattern in patterns:
         absent = lowered is not None and name.isascii() and name.lower() not in lowered
         mentions = [] if absent else list(pattern.finditer(content))
-        named = any(not addressed(content, match) for match in mentions)
-        if name.casefold() == source or named or (not mentions and name.casefold() in carried):
+        folded = name.casefold()
+        if folded == source or any(not addressed(content, match) for match in mentions):
             found.append(name)
+        elif not mentions and record.entities:
+            if carried is None:
+                carried = {entity.casefold() for entity in record.entities}
+            if folded in carried:
+                found.append(name)
     return found
 
 
