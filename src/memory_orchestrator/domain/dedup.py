@@ -59,6 +59,8 @@ class _Facts:
     subjects: frozenset[str]
     negated: bool
     values: tuple[str, ...]
+    #: ``len(words)``, read for every pair.
+    size: int
     #: Positions (in the order items were kept) of the kept items sharing enough words with this
     #: one to contradict it (``CONTRADICTION_OVERLAP``), found while looking for its duplicates.
     close: list[int] = field(default_factory=list)
@@ -93,7 +95,7 @@ def _facts(item: RankedItem, vocabulary: _Vocabulary) -> tuple[str, _Facts]:
     key, negated, values = _claim(item.record.content)
     words = item.candidate.words()
     subjects = frozenset(_subjects(item))
-    return key, _Facts(words, vocabulary.mask(words), subjects, negated, values)
+    return key, _Facts(words, vocabulary.mask(words), subjects, negated, values, len(words))
 
 
 def deduplicate(items: Sequence[RankedItem], config: PipelineConfig) -> DedupOutcome:
@@ -135,19 +137,19 @@ def _closest(mine: _Facts, kept: list[_Facts], threshold: float) -> tuple[int | 
     or another number) is not a repeat. Once a twin is found the item is dropped, so the highest
     Jaccard (and ``mine.close``) is only complete when there is none.
     """
-    mask, size, worst = mine.mask, len(mine.words), 0.0
+    mask, size, worst, close = mine.mask, mine.size, 0.0, mine.close
     for position, theirs in enumerate(kept):
         shared = (mask & theirs.mask).bit_count()
         if not shared:
             continue
-        other = len(theirs.words)
+        other = theirs.size
         jaccard = shared / (size + other - shared)
         if jaccard >= threshold and mine.negated == theirs.negated and mine.values == theirs.values:
             return position, jaccard
         if jaccard > worst:
             worst = jaccard
-        if shared >= CONTRADICTION_OVERLAP * max(size, other):
-            mine.close.append(position)
+        if shared >= CONTRADICTION_OVERLAP * (size if size > other else other):
+            close.append(position)
     return None, worst
 
 
