@@ -113,11 +113,11 @@ class Ranking:
         return edge_strength(self.weights.get(row[2], 0.0), row[3])
 
     def weight_floors(self) -> dict[str, float] | None:
-        """Per type an edge of which can reach ``min_strength``, the edge weight it takes (lowered by a
-        billionth: rounding never leaves out an edge that passes); ``None`` when every edge passes.
-        An edge below its type's floor cannot be kept, nor decide what is (``_winners``), so a hop
-        never reads it: under a WHEN question's weights, ~99% of the entity edges of the bench's
-        store (and of an ENTITY question's, ~90% of the temporal ones)."""
+        """The edge weight each followed type needs to reach ``min_strength`` (lowered by a billionth:
+        rounding never leaves out an edge that passes), types that cannot reach it left out; ``None``
+        when every edge passes. An edge below its type's floor cannot be kept, nor decide what is
+        (``_winners``), so a hop never reads it: under a WHEN question's weights, ~99% of the entity
+        edges of the bench's store (and of an ENTITY question's, ~90% of the temporal ones)."""
         if self.min_strength <= 0:
             return None
         need = self.min_strength * (1.0 - 1e-9)
@@ -145,9 +145,9 @@ async def _hop(
 
     The store reads only keys and weights of the frontier's edges (covered by the primary key and
     ``edges_target``) with the reached memory's visibility (under no filters, by ``forgotten``: see
-    ``_forgotten``); choosing the winners is a few dict
-    passes here (SQL window functions over the same rows cost several times more), and the full
-    edge and memory rows are read for the ``limit`` winners only. With a ``ranking`` only the
+    ``_forgotten``); choosing the winners is a few dict passes here (SQL window functions over the
+    same rows cost several times more), and the full edge and memory rows are read for the ``limit``
+    winners only. With a ``ranking`` only the
     strongest ``per_source`` memories per origin (one entry each) at or above ``min_strength`` are
     kept (``ports.RankedNeighbors``), and edges below its type's weight ``floors`` are not read.
     Frontier memories that are deleted reach nothing.
