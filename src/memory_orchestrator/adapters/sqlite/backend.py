@@ -246,9 +246,14 @@ class SqliteBackend(AsyncLifecycle):
         migrated by then (``open``)."""
         if self.read_only:
             return sqlite3.connect(self._read_only_uri(), uri=True, isolation_level=None)
-        connection = sqlite3.connect(self.path, isolation_level=None)
+        return self._connect_plain(check_same_thread=True)
+
+    def _connect_plain(self, *, check_same_thread: bool) -> sqlite3.Connection:
+        """A plain connection to the store with the pragmas the read and write connections share."""
+        connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=check_same_thread)
         try:
             connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms):d}")
+            connection.execute("PRAGMA synchronous = NORMAL")
             connection.execute(f"PRAGMA cache_size = {-CACHE_KIB:d}")
         except BaseException:
             connection.close()
@@ -382,11 +387,8 @@ class SqliteBackend(AsyncLifecycle):
         an SQLite error other than a constraint's, in case the failure was the connection's."""
         connection = self._writer
         if connection is None:
-            connection = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout_ms):d}")
-            connection.execute("PRAGMA synchronous = NORMAL")
-            connection.execute(f"PRAGMA cache_size = {-CACHE_KIB:d}")
-            self._writer = connection
+            # used from whichever worker thread runs the write, one at a time (``_writer_lock``)
+            connection = self._writer = self._connect_plain(check_same_thread=False)
         try:
             connection.execute(f"PRAGMA wal_autocheckpoint = {wal_pages:d}")
             # busy_timeout already waits; the bounded retry covers writers that outlast it.

@@ -1,8 +1,9 @@
-"""The few aiosqlite ``Connection`` methods the write path uses, over a plain ``sqlite3`` connection.
+"""The few aiosqlite ``Connection`` methods reads and writes use, over a plain ``sqlite3`` connection.
 
-Writes (one memory or a batch of thousands) run the ordinary (async) write path in a worker thread
-against this facade: every call completes at once, so a write costs no event-loop or thread hop per
-statement, and the write code exists once for reads on aiosqlite, single writes and batches.
+Reads and writes (one memory or a batch of thousands) run the package's ordinary (async) read and
+write code in a worker thread against this facade: every call completes at once, so a read or a
+write costs no event-loop or thread hop per statement, and the code exists once, whatever connection
+runs it.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def run_to_end(coroutine: Coroutine[Any, Any, T]) -> T:
     except StopIteration as done:
         return done.value  # type: ignore[no-any-return]
     coroutine.close()
-    raise RuntimeError("a write on a SyncConnection waited for something; it needs an event loop")
+    raise RuntimeError("work on a SyncConnection waited for something; it needs an event loop")
 
 
 class SyncConnection:
