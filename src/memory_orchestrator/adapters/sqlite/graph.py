@@ -195,15 +195,10 @@ async def _reach(
     clause = visible_clause(filters, None)
     followed, followed_params = kinds.clause()
     active = "SELECT id FROM memories WHERE id IN (SELECT value FROM json_each(?)) AND deleted_at IS NULL"
-    half = (
+    sql = _both_ways(
         "SELECT e.source_id, e.target_id, e.type, e.weight, {origin}, m.id FROM edges e "
         f"JOIN memories m ON m.id = {{other}} WHERE {{origin}} IN ({active}) "
         f"AND {followed} AND {clause.text()}"
-    )
-    sql = (
-        half.format(origin="e.source_id", other="e.target_id")
-        + " UNION ALL "
-        + half.format(origin="e.target_id", other="e.source_id")
     )
     params = (json.dumps(frontier), *followed_params, *clause.params)
     return [tuple(row) for row in await db.execute_fetchall(sql, params + params)]
@@ -214,20 +209,25 @@ async def _reach_unfiltered(
 ) -> list[Reach]:
     # the edges alone (the primary key and ``edges_target`` cover them), forgotten ends left out here
     followed, followed_params = kinds.clause()
-    half = (
+    sql = _both_ways(
         "SELECT e.source_id, e.target_id, e.type, e.weight, {origin}, {other} FROM edges e "
         f"WHERE {{origin}} IN (SELECT value FROM json_each(?)) AND {followed}"
-    )
-    sql = (
-        half.format(origin="e.source_id", other="e.target_id")
-        + " UNION ALL "
-        + half.format(origin="e.target_id", other="e.source_id")
     )
     ids = json.dumps([memory_id for memory_id in frontier if memory_id not in forgotten])
     params = (ids, *followed_params)
     # plain tuples already (no row factory): not copied row by row
     rows = cast(list[Reach], list(await db.execute_fetchall(sql, params + params)))
     return [row for row in rows if row[5] not in forgotten] if forgotten else rows
+
+
+def _both_ways(half: str) -> str:
+    """``half`` (with ``{origin}`` and ``{other}``) from the edges' sources, then from their targets:
+    the parameters of a half are passed twice."""
+    return (
+        half.format(origin="e.source_id", other="e.target_id")
+        + " UNION ALL "
+        + half.format(origin="e.target_id", other="e.source_id")
+    )
 
 
 def _winners(rows: list[Reach], visited: set[str], limit: int, ranking: Ranking | None) -> list[Reach]:
