@@ -54,8 +54,8 @@ async def _fts_check(backend: SqliteBackend) -> HealthCheck:
     started = time.perf_counter()
     try:
         sql = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?"
-        async with backend.db.execute(sql, ('"healthcheck"',)) as cursor:
-            await cursor.fetchone()
+        # on the read connection: the one that answers searches
+        await backend._read("fts check", lambda db: db.execute_fetchall(sql, ('"healthcheck"',)))
     except Exception as exc:  # any failure is the finding, reported rather than raised
         return HealthCheck("fts", "error", str(exc), _elapsed_ms(started))
     return HealthCheck("fts", "ok", "fts5 answering", _elapsed_ms(started))
