@@ -531,6 +531,25 @@ FAILING_HELPERS = {
         '    put(sys.stdout.buffer, ("planned", get(sys.stdin.buffer)[1], 99, []))\'\n',
         "answered out of order",
     ),
+    # says HELLO, then frames what is no pickle
+    "gibberish": (
+        "#!/bin/sh\nexec {python} -c 'import sys\n"
+        "from memory_orchestrator.adapters.sqlite.planner import HELLO, put, read_frame\n"
+        "put(sys.stdout.buffer, HELLO)\n"
+        "out = sys.stdout.buffer\n"
+        "while read_frame(sys.stdin.buffer):\n"
+        '    out.write(bytes([5, 0, 0, 0, 0, 0, 0, 0]) + b"hello"); out.flush()\'\n',
+        "answered nonsense (UnpicklingError",
+    ),
+    # says HELLO, then answers every message with a pickle of something no answer is
+    "stranger": (
+        "#!/bin/sh\nexec {python} -c 'import sys\n"
+        "from memory_orchestrator.adapters.sqlite.planner import HELLO, get, put\n"
+        "put(sys.stdout.buffer, HELLO)\n"
+        "while get(sys.stdin.buffer):\n"
+        '    put(sys.stdout.buffer, ["planned", 1, 0, []])\'\n',
+        "answered nonsense (unexpected answer list)",
+    ),
     # writes what is no message at all (a length no message has)
     "noise": ("#!/bin/sh\nexec yes\n", "not the planner's protocol"),
 }

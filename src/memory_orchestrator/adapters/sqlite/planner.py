@@ -12,11 +12,15 @@ The helper is a Python process running :func:`main`, started at the first large 
 until the backend closes; it imports this package from where the parent found it, so both run the
 same code. The batch sends it chunks of writes over a pipe (length-framed pickles: a sketch once
 per batch, then its id) through a writer thread, and a reader thread takes the answers as they come,
-so the batch never waits on a full pipe. The parent keeps every write's inputs until the answers are
-in: when the helper cannot start, dies, stops reading, answers nonsense or is silent for
-``ANSWER_WAIT_S``, the batch kills it, plans what is left itself and says so in the log. Either way a
-write's edges are the ones ``plan_links`` gives in the parent (``tests/unit/test_sqlite_bulk.py``
-compares stored rows with and without the helper, and with a helper killed mid-batch).
+so the batch never waits on a full pipe. The two threads only move bytes; the batch's own thread
+pickles what it sends and unpickles what it takes. (When the reader unpickled, it held the GIL a
+millisecond or more at a time, and each of the batch's SQLite statements, which lets the GIL go while
+SQLite works, then waited to get it back: ~0.6 s of a 10k import's ~6 s.) The parent keeps every
+write's inputs until the answers are in: when the helper cannot start, dies, stops reading, answers
+nonsense or is silent for ``ANSWER_WAIT_S``, the batch kills it, plans what is left itself and says
+so in the log. Either way a write's edges are the ones ``plan_links`` gives in the parent
+(``tests/unit/test_sqlite_bulk.py`` compares stored rows with and without the helper, and with a
+helper killed mid-batch).
 """
 
 from __future__ import annotations
@@ -147,8 +151,10 @@ class _Link:
 
     def __init__(self, process: subprocess.Popen[bytes]) -> None:
         self.process = process
-        self.outbox: queue.SimpleQueue[Prepare | Chunk | None] = queue.SimpleQueue()
-        self.answers: queue.SimpleQueue[Answer | _Failed] = queue.SimpleQueue()
+        #: Messages already framed (``frame``), and answers as read (``read_frame``): the threads only
+        #: move bytes, so they hold the GIL for microseconds (see ``_read``).
+        self.outbox: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self.answers: queue.SimpleQueue[bytes | _Failed] = queue.SimpleQueue()
         #: Set once the helper has said ``HELLO`` (or is stopped): nothing is written to it before.
         self.ready = threading.Event()
         self.closed = False
@@ -166,7 +172,7 @@ class _Link:
                 self.ready.wait()
                 if self.closed:
                     break
-                put(stream, message)
+                _write_frame(stream, message)
         except (OSError, ValueError):
             pass  # the helper is gone: the reader reports it
         finally:
@@ -181,10 +187,7 @@ class _Link:
                 raise ValueError("it does not speak the planner's protocol")
             self.ready.set()
             while True:
-                answer = get(stream)
-                if not (isinstance(answer, tuple) and len(answer) == 4 and isinstance(answer[3], list)):
-                    raise ValueError(f"unexpected answer {type(answer).__name__}")
-                self.answers.put(answer)
+                self.answers.put(read_frame(stream))
         except Exception as exc:  # EOF (the helper exited), or not our helper
             self.answers.put(_Failed(f"{type(exc).__name__}: {exc}"))
 
@@ -259,7 +262,7 @@ class Helper:
         """Queue one message for the helper; ``False`` once it has been given up."""
         if self.broken is not None or self._link is None:
             return False
-        self._link.outbox.put(message)
+        self._link.outbox.put(frame(message))
         return True
 
     def answer(self, *, wait: bool = True) -> Answer | None:
@@ -277,7 +280,15 @@ class Helper:
         if isinstance(answer, _Failed):
             self.give_up(f"stopped ({answer.reason})")
             return None
-        return answer
+        try:
+            found = pickle.loads(answer)
+        except Exception as exc:  # not our helper's
+            self.give_up(f"answered nonsense ({type(exc).__name__}: {exc})")
+            return None
+        if not (isinstance(found, tuple) and len(found) == 4 and isinstance(found[3], list)):
+            self.give_up(f"answered nonsense (unexpected answer {type(found).__name__})")
+            return None
+        return cast(Answer, found)
 
     def give_up(self, reason: str) -> None:
         """Stop the helper for good and log why; later batches plan in process."""
@@ -428,17 +439,31 @@ def serve(source: IO[bytes], sink: IO[bytes]) -> None:
         put(sink, ("planned", batch, chunk, plans))
 
 
-def put(stream: IO[bytes], message: object) -> None:
-    """Write one message: its pickle's length (8 bytes, little-endian), then the pickle. Each side
-    reads whole messages with :func:`get`, so no unpickler ever reads ahead into the pipe."""
+def frame(message: object) -> bytes:
+    """One message as it goes down the pipe: its pickle's length (8 bytes, little-endian), then the
+    pickle. Each side reads whole messages (:func:`read_frame`), so no unpickler reads ahead."""
     data = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-    stream.write(len(data).to_bytes(8, "little") + data)
+    return len(data).to_bytes(8, "little") + data
+
+
+def put(stream: IO[bytes], message: object) -> None:
+    """Write one message (:func:`frame`)."""
+    _write_frame(stream, frame(message))
+
+
+def _write_frame(stream: IO[bytes], data: bytes) -> None:
+    stream.write(data)
     stream.flush()
 
 
 def get(stream: IO[bytes]) -> Any:
-    """Read one message written by :func:`put`; ``EOFError`` at the end of the stream (or inside a
-    message: the other side died while writing it)."""
+    """Read one message written by :func:`put`."""
+    return pickle.loads(read_frame(stream))
+
+
+def read_frame(stream: IO[bytes]) -> bytes:
+    """The pickle of one message written by :func:`put`; ``EOFError`` at the end of the stream (or
+    inside a message: the other side died while writing it)."""
     header = stream.read(8)
     if len(header) < 8:
         raise EOFError("the other side closed the pipe")
@@ -448,7 +473,7 @@ def get(stream: IO[bytes]) -> Any:
     data = stream.read(size)
     if len(data) < size:
         raise EOFError("the other side closed the pipe inside a message")
-    return pickle.loads(data)
+    return data
 
 
 def main() -> None:
