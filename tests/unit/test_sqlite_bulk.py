@@ -410,9 +410,9 @@ async def test_the_cycle_collector_pauses_for_a_batch_and_comes_back_as_it_was(
     seen: list[bool] = []
     finish = module.finish
 
-    async def watched(*args: object) -> None:
+    async def watched(*args: object) -> object:
         seen.append(gc.isenabled())
-        await finish(*args)  # type: ignore[arg-type]
+        return await finish(*args)  # type: ignore[arg-type]
 
     async def failing(*args: object) -> None:
         raise RuntimeError("the disk is gone")

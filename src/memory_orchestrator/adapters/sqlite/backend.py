@@ -107,19 +107,11 @@ _CAPABILITIES = Capabilities(
 EntityStats = Callable[[aiosqlite.Connection, set[str]], Awaitable[dict[str, tuple[str, int]]]]
 
 
-def _planned_results(written: list[WriteResult | MemoryRecord], batch: Batch) -> list[WriteResult]:
+def _planned_results(written: list[WriteResult | MemoryRecord], plans: list[Planned]) -> list[WriteResult]:
     """A batch's results, in order: the skipped ones as they are, each stored memory (its record)
-    with what the batch's planner gave it; its edge rows go into ``batch`` in the same order."""
-    plans = iter(batch.planner.results())
-    results = []
-    for entry in written:
-        if isinstance(entry, WriteResult):
-            results.append(entry)
-            continue
-        planned = next(plans)
-        batch.edge_rows.extend(planned.rows)
-        results.append(_added(entry, planned))
-    return results
+    with what the batch's planner gave it (``plans``: one per stored memory, in order)."""
+    planned = iter(plans)
+    return [entry if isinstance(entry, WriteResult) else _added(entry, next(planned)) for entry in written]
 
 
 def _added(record: MemoryRecord, planned: Planned) -> WriteResult:
@@ -434,8 +426,7 @@ class SqliteBackend(AsyncLifecycle):
             else:
                 read = planner.entity_inputs(index, memory.content)
                 written.append(await self._insert_deferred(db, memory, digest, deferred, tokens, read))
-        results = _planned_results(written, deferred)
-        await finish(db, deferred)
+        results = _planned_results(written, await finish(db, deferred))
         return results, deferred.view.ids
 
     async def _skipped(self, db: aiosqlite.Connection, existing: str) -> WriteResult:

@@ -99,6 +99,9 @@ class Planner(Protocol):
     ) -> None:
         """Plan one more write."""
 
+    def flush(self) -> None:
+        """Start on every write added so far (the batch adds no more)."""
+
     def results(self) -> list[Planned]:
         """Every write's plan, in order (waits for the helper's)."""
 
@@ -118,6 +121,9 @@ class LocalPlanner:
     ) -> None:
         """Plan one more write now."""
         self._planned.append(plan(new, others, at, counts))
+
+    def flush(self) -> None:
+        """Nothing waits: each write was planned as it came."""
 
     def results(self) -> list[Planned]:
         """Every write's plan, in order."""
@@ -386,10 +392,14 @@ class _HelperPlanner:
             self._failed = True
         self._fresh, self._writes = [], []
 
-    def results(self) -> list[Planned]:
-        """Every write's plan, in order: the helper's, then whatever it did not give planned here."""
+    def flush(self) -> None:
+        """Send the last chunk, however small, so the helper plans it while the batch goes on."""
         if self._writes and not self._failed:
             self._send()
+
+    def results(self) -> list[Planned]:
+        """Every write's plan, in order: the helper's, then whatever it did not give planned here."""
+        self.flush()
         planned: list[Planned] = []
         for chunk in range(len(self._sizes)):
             while chunk not in self._answers:
