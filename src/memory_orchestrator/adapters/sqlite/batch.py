@@ -64,9 +64,9 @@ def collector_paused() -> Iterator[None]:
 
 async def finish(db: aiosqlite.Connection, batch: Batch) -> list[Planned]:
     """Do the deferred work and return the planner's plans, one per write in order: first what needs
-    no plan (the term and entity counts, the postings, the FTS rows, the log), meanwhile a helper
-    plans the batch's last writes (a 100k import waited ~3 s for them at its batches' ends), then
-    the automatic edges in key order (sequential B-tree inserts)."""
+    no plan (the term and entity counts, the postings, the FTS rows, the log) while a helper plans
+    the batch's last writes (the batch used to wait for those first), then the automatic edges in
+    key order (sequential B-tree inserts)."""
     batch.planner.flush()
     await batch.view.flush(db)
     await batch.view.pending.flush(db)
