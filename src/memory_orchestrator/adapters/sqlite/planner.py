@@ -15,7 +15,7 @@ per batch, then its id) through a writer thread, and a reader thread takes the a
 so the batch never waits on a full pipe. The two threads only move bytes; the batch's own thread
 pickles what it sends and unpickles what it takes. (When the reader unpickled, it held the GIL a
 millisecond or more at a time, and each of the batch's SQLite statements, which lets the GIL go while
-SQLite works, then waited to get it back: ~0.6 s of a 10k import's ~6 s.) The parent keeps every
+SQLite works, then waited to get it back: 0.6-1.0 s of a 10k import's ~6 s.) The parent keeps every
 write's inputs until the answers are in: when the helper cannot start, dies, stops reading, answers
 nonsense or is silent for ``ANSWER_WAIT_S``, the batch kills it, plans what is left itself and says
 so in the log. Either way a write's edges are the ones ``plan_links`` gives in the parent
