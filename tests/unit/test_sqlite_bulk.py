@@ -539,7 +539,7 @@ FAILING_HELPERS = {
         "out = sys.stdout.buffer\n"
         "while read_frame(sys.stdin.buffer):\n"
         '    out.write(bytes([5, 0, 0, 0, 0, 0, 0, 0]) + b"hello"); out.flush()\'\n',
-        "answered nonsense (UnpicklingError",
+        "answered nonsense (",  # whatever the unpickler raises
     ),
     # says HELLO, then answers every message with a pickle of something no answer is
     "stranger": (
