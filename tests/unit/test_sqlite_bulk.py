@@ -510,6 +510,41 @@ async def test_a_helper_killed_mid_import_costs_no_edge(
     assert stored(tmp_path / "killed.db", results) == stored(tmp_path / "reference.db", reference)
 
 
+@pytest.mark.anyio
+@pytest.mark.usefixtures("helper_planning")
+async def test_a_batch_hands_the_helper_its_last_chunk_before_the_work_that_needs_no_plan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The helper plans the batch's last chunk while the batch writes its FTS rows (batch.finish),
+    # instead of the batch sending it only when it asks for the plans and then waiting for them.
+    from memory_orchestrator.adapters.sqlite import batch as batch_module
+
+    events: list[str] = []
+    results, index = planner._HelperPlanner.results, batch_module.index
+
+    def asked(self: planner._HelperPlanner) -> list[planner.Planned]:
+        events.append("plans asked")
+        return results(self)
+
+    async def indexed(*args: Any) -> None:
+        events.append("indexed")
+        await index(*args)
+
+    sent = Helper.send
+
+    def counted(self: Helper, message: Any) -> bool:
+        events.append(f"sent {message[0]}")
+        return sent(self, message)
+
+    monkeypatch.setattr(planner._HelperPlanner, "results", asked)
+    monkeypatch.setattr(batch_module, "index", indexed)
+    monkeypatch.setattr(Helper, "send", counted)
+    memories = corpus()[:100]  # one full chunk of 64, then a last one of 36
+    _, helper = await bulk_in_batches(tmp_path / "store.db", memories, [0, len(memories)])
+    assert helper.broken is None and helper.answered == 2
+    assert events == ["sent prepare", "sent plan", "sent plan", "indexed", "plans asked"]
+
+
 #: Helpers that fail: what each program does when started as the helper, and what the batch says.
 FAILING_HELPERS = {
     "missing": (None, "could not start"),
