@@ -87,7 +87,8 @@ WAL_PAGES = 1000
 #: batches is copied back once. Above 20k memories every batch rewrites most of the keyword
 #: postings' pages: 65,536 pages (256 MB) rather than 16,384 took a 100k import's commits and
 #: checkpoints from 14.2-14.9 s to 11.0-11.6 s (four pairs), for a WAL of ~340 MB at its end
-#: instead of ~125 MB (the single writes after it were as fast).
+#: instead of ~125 MB (the single writes after it were as fast); its longest batch, checkpoint
+#: included, held the write lock 3.3 s instead of 2.5 (one run each; see ``BULK_BATCH``).
 BULK_WAL_PAGES = 65536
 #: Memories an import hands ``remember_many`` at once. A batch commits once and writes its index
 #: rows at its end, so larger batches rewrite fewer index pages: 10,000 memories into a 60k store took
