@@ -10,6 +10,7 @@ import time
 from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import TypeVar, cast
 
@@ -26,7 +27,7 @@ from memory_orchestrator.adapters.sqlite.records import active_records, select_r
 from memory_orchestrator.adapters.sqlite.rows import MEMORY_COLUMNS, stamp
 from memory_orchestrator.adapters.sqlite.schema import SCHEMA_VERSION, migrate, schema_version
 from memory_orchestrator.adapters.sqlite.sync_db import SyncConnection, Work, run_to_end
-from memory_orchestrator.adapters.sqlite.transactions import rollback_now
+from memory_orchestrator.adapters.sqlite.transactions import transaction
 from memory_orchestrator.ports import (
     AsyncLifecycle,
     BackendHealth,
@@ -388,13 +389,9 @@ class SqliteBackend(AsyncLifecycle):
         try:
             connection.execute(f"PRAGMA wal_autocheckpoint = {wal_pages:d}")
             # busy_timeout already waits; the bounded retry covers writers that outlast it.
-            _retrying_now(lambda: connection.execute("BEGIN IMMEDIATE"))
-            try:
+            begin = partial(_retrying_now, partial(connection.execute, "BEGIN IMMEDIATE"))
+            with transaction(connection, begin):
                 yield cast(aiosqlite.Connection, SyncConnection(connection))
-                connection.execute("COMMIT")
-            except BaseException:
-                rollback_now(connection)
-                raise
         except sqlite3.IntegrityError:
             raise
         except sqlite3.Error:

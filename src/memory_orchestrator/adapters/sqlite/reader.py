@@ -21,7 +21,7 @@ from typing import TypeVar, cast
 import aiosqlite
 
 from memory_orchestrator.adapters.sqlite.sync_db import SyncConnection, Work, run_to_end
-from memory_orchestrator.adapters.sqlite.transactions import rollback_now
+from memory_orchestrator.adapters.sqlite.transactions import transaction
 
 T = TypeVar("T")
 
@@ -43,14 +43,8 @@ class Reader:
             connection = self._connection
             if connection is None:
                 connection = self._connection = self._connect()
-            connection.execute("BEGIN")
-            try:
-                result = run_to_end(read(cast(aiosqlite.Connection, SyncConnection(connection))))
-            except BaseException:
-                rollback_now(connection)
-                raise
-            connection.execute("COMMIT")
-            return result
+            with transaction(connection, lambda: connection.execute("BEGIN")):
+                return run_to_end(read(cast(aiosqlite.Connection, SyncConnection(connection))))
         except sqlite3.Error:
             # the connection may be what failed (a file replaced, an I/O error): the next read opens
             # a fresh one

@@ -10,6 +10,8 @@ transaction") unless the error path queues a ``ROLLBACK`` behind it, whatever th
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import aiosqlite
 
@@ -30,3 +32,17 @@ def rollback_now(connection: sqlite3.Connection) -> None:
     except sqlite3.OperationalError as exc:
         if "no transaction is active" not in str(exc):
             raise
+
+
+@contextmanager
+def transaction(connection: sqlite3.Connection, begin: Callable[[], object]) -> Iterator[None]:
+    """One transaction on a plain connection (the read or the write connection): ``begin()`` opens
+    it, the body runs in it, ``COMMIT`` ends it; any exception, a failed ``COMMIT``'s included,
+    rolls it back."""
+    begin()
+    try:
+        yield
+        connection.execute("COMMIT")
+    except BaseException:
+        rollback_now(connection)
+        raise
