@@ -121,10 +121,9 @@ class Trace:
     def listed(self, values: Sequence[T], form: Callable[[T], Any]) -> Any:
         """``[form(value) for value in values]`` for ``record``, formatting only the entries it keeps
         (at ``basic`` verbosity the first ``BASIC_LIST_LIMIT``, and the count of the rest)."""
-        if self.verbosity == "full" or len(values) <= BASIC_LIST_LIMIT:
+        if not self._cuts(len(values)):
             return [form(value) for value in values]
-        kept = [form(value) for value in values[:BASIC_LIST_LIMIT]]
-        return _Listed([*kept, {"omitted": len(values) - BASIC_LIST_LIMIT}])
+        return _Listed(_cut([form(value) for value in values[:BASIC_LIST_LIMIT]], len(values)))
 
     def drop(self, memory_id: str, reason: str, stage: str) -> None:
         """Record that ``memory_id`` left the pipeline at ``stage`` and why."""
@@ -153,9 +152,20 @@ class Trace:
     def _capped(self, value: Any) -> Any:
         if isinstance(value, _Listed):
             return value.entries
-        if self.verbosity != "full" and isinstance(value, list) and len(value) > BASIC_LIST_LIMIT:
-            return [*value[:BASIC_LIST_LIMIT], {"omitted": len(value) - BASIC_LIST_LIMIT}]
+        if isinstance(value, list) and self._cuts(len(value)):
+            return _cut(value[:BASIC_LIST_LIMIT], len(value))
         return value
+
+    def _cuts(self, size: int) -> bool:
+        """Whether a stage list of ``size`` entries is cut (``basic`` verbosity keeps the first
+        ``BASIC_LIST_LIMIT``)."""
+        return self.verbosity != "full" and size > BASIC_LIST_LIMIT
+
+
+def _cut(kept: list[Any], size: int) -> list[Any]:
+    """The first ``BASIC_LIST_LIMIT`` entries of a list of ``size``, and the marker counting the rest
+    (read back by ``omitted_count``)."""
+    return [*kept, {"omitted": size - BASIC_LIST_LIMIT}]
 
 
 def omitted_count(entry: Any) -> int:
