@@ -147,10 +147,9 @@ async def _hop(
     ``edges_target``) with the reached memory's visibility (under no filters, by ``forgotten``: see
     ``_forgotten``); choosing the winners is a few dict passes here (SQL window functions over the
     same rows cost several times more), and the full edge and memory rows are read for the ``limit``
-    winners only. With a ``ranking`` only the
-    strongest ``per_source`` memories per origin (one entry each) at or above ``min_strength`` are
-    kept (``ports.RankedNeighbors``), and edges below its type's weight ``floors`` are not read.
-    Frontier memories that are deleted reach nothing.
+    winners only. With a ``ranking`` only the strongest ``per_source`` memories per origin (one
+    entry each) at or above ``min_strength`` are kept (``ports.RankedNeighbors``), and edges below
+    its type's weight ``floors`` are not read. Frontier memories that are deleted reach nothing.
     """
     rows = await _reach(db, frontier, _Kinds(kinds, floors), filters, forgotten)
     winners = _winners(rows, visited, limit, ranking)
