@@ -18,8 +18,11 @@ import aiosqlite
 import anyio
 import pytest
 
+from memory_orchestrator.adapters.sqlite import backend as backend_module
 from memory_orchestrator.adapters.sqlite import planner, writes
 from memory_orchestrator.adapters.sqlite.backend import SqliteBackend
+from memory_orchestrator.adapters.sqlite.batch_view import BatchView
+from memory_orchestrator.adapters.sqlite.lexicon import Ahead
 from memory_orchestrator.adapters.sqlite.planner import Helper
 from memory_orchestrator.adapters.sqlite.sync_db import SyncConnection
 from memory_orchestrator.ports import (
@@ -165,14 +168,25 @@ def corpus() -> list[NewMemory]:
     return memories
 
 
+def patient(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches wait for every answer of the helper (its read of each text, its plan of each chunk)
+    instead of doing what it has not answered yet themselves: all of it comes from the helper."""
+    answer = Helper.answer
+    monkeypatch.setattr(Helper, "answer", lambda self, wait=True: answer(self, wait=True))
+
+
 @pytest.mark.anyio
-@pytest.mark.parametrize("helper", [False, True], ids=["in process", "helper"])
+@pytest.mark.parametrize(
+    "helper", ["none", "helper", "patient"], ids=["in process", "helper", "patient helper"]
+)
 async def test_batches_store_what_one_write_at_a_time_stores(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, helper: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, helper: str
 ) -> None:
-    if helper:  # every batch plans in the helper process, whatever its size and the machine's cores
+    if helper != "none":  # every batch plans in the helper process, whatever its size and the machine's cores
         monkeypatch.setattr(planner, "HELPER_MIN_BATCH", 1)
         monkeypatch.setattr(planner, "usable_cores", lambda: 2)
+    if helper == "patient":
+        patient(monkeypatch)
     memories = corpus()
     cuts = [0, 90, 180, len(memories)]
     one, many = tmp_path / "one.db", tmp_path / "many.db"
@@ -186,8 +200,12 @@ async def test_batches_store_what_one_write_at_a_time_stores(
         for start, end in pairwise(cuts):
             bulk += await backend.remember_many(memories[start:end])
             await backend.forget(bulk[start + 5].id)
-    # through the helper, it planned every chunk of every batch (64 writes a chunk, and a batch's last)
-    assert backend._helper.broken is None and backend._helper.answered == (6 if helper else 0)
+    # each chunk of each batch (64 writes a chunk, and a batch's last) was planned by the helper or,
+    # while the helper was behind, by the batch; a patient batch took every plan and lookup from it
+    used = backend._helper
+    assert used.broken is None and used.answered + used.taken == (0 if helper == "none" else 6)
+    if helper == "patient":
+        assert used.answered == 6 and used.looked_up > len(memories) // 2
     assert [r.action for r in bulk] == [r.action for r in singles]
     skipped = [i for i, r in enumerate(bulk) if r.action is WriteAction.SKIPPED]
     assert len(skipped) >= 3
@@ -503,6 +521,7 @@ async def test_a_helper_killed_mid_import_costs_no_edge(
         queue_write(self, *args)
 
     monkeypatch.setattr(planner._HelperPlanner, "add", add_then_kill)
+    patient(monkeypatch)
     with caplog.at_level(logging.WARNING, logger=planner.__name__):
         results, helper = await bulk_in_batches(tmp_path / "killed.db", memories, cuts)
     assert helper.broken is not None and helper.answered >= 2  # the first batch's two chunks at least
@@ -539,6 +558,7 @@ async def test_a_batch_hands_the_helper_its_last_chunk_before_the_work_that_need
     monkeypatch.setattr(planner._HelperPlanner, "results", asked)
     monkeypatch.setattr(batch_module, "index", indexed)
     monkeypatch.setattr(Helper, "send", counted)
+    patient(monkeypatch)
     memories = corpus()[:100]  # one full chunk of 64, then a last one of 36
     _, helper = await bulk_in_batches(tmp_path / "store.db", memories, [0, len(memories)])
     assert helper.broken is None and helper.answered == 2
@@ -644,7 +664,10 @@ async def test_small_batches_and_a_disabled_helper_plan_in_process(
 
 @pytest.mark.anyio
 @pytest.mark.usefixtures("helper_planning")
-async def test_a_reopened_backend_starts_a_helper_of_its_own(tmp_path: Path) -> None:
+async def test_a_reopened_backend_starts_a_helper_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    patient(monkeypatch)
     memories = corpus()[:120]
     backend = SqliteBackend(tmp_path / "store.db", clock=FixedClock(T0))
     for start, end in ((0, 60), (60, 120)):
@@ -653,6 +676,99 @@ async def test_a_reopened_backend_starts_a_helper_of_its_own(tmp_path: Path) -> 
             assert backend._helper.process is not None
         assert backend._helper.process is None
     assert backend._helper.broken is None and backend._helper.answered == 2
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("helper_planning")
+@pytest.mark.parametrize("shift_from", [None, 10], ids=["as assumed", "a rowid not as assumed"])
+async def test_the_helper_looks_up_the_lexical_candidates_the_batch_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, shift_from: int | None
+) -> None:
+    # The helper looks each memory's lexical candidates up ahead of the batch, in the store as the
+    # batch found it plus the batch's earlier memories at the rowids it assumes they get. The batch
+    # takes a lookup only while every earlier memory got the rowid assumed.
+    memories = corpus()
+    cuts = [0, 90, 180, len(memories)]
+    reference, _ = await bulk_in_batches(tmp_path / "reference.db", memories, cuts, bulk_helper=False)
+    patient(monkeypatch)
+    if shift_from is not None:  # from the 11th memory of each batch on, rowids one too high
+        rowids = BatchView.rowids
+
+        def shifted(self: BatchView, *args: Any) -> list[int]:
+            return [row + 1 if row and i >= shift_from else row for i, row in enumerate(rowids(self, *args))]
+
+        monkeypatch.setattr(BatchView, "rowids", shifted)
+    results, helper = await bulk_in_batches(tmp_path / "ahead.db", memories, cuts)
+    assert stored(tmp_path / "ahead.db", results) == stored(tmp_path / "reference.db", reference)
+    assert helper.broken is None and helper.answered == 6
+    if shift_from is None:
+        assert helper.looked_up > len(memories) // 2
+    else:  # each batch's first memories only: the 11th got another rowid than assumed
+        assert 0 < helper.looked_up <= 3 * (shift_from + 1)
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("helper_planning")
+@pytest.mark.parametrize("store", ["missing", "another size"])
+async def test_a_helper_that_cannot_read_the_batchs_store_leaves_its_lookups_to_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store: str
+) -> None:
+    memories = corpus()
+    cuts = [0, 90, 180, len(memories)]
+    reference, _ = await bulk_in_batches(tmp_path / "reference.db", memories, cuts, bulk_helper=False)
+    patient(monkeypatch)
+
+    def elsewhere(path: str, size: int, rows: list[int]) -> Ahead:
+        if store == "missing":
+            return Ahead(str(tmp_path / "missing.db"), size, rows)
+        return Ahead(path, size + 1, rows)  # not the store the batch began with
+
+    monkeypatch.setattr(backend_module, "Ahead", elsewhere)
+    results, helper = await bulk_in_batches(tmp_path / "alone.db", memories, cuts)
+    assert stored(tmp_path / "alone.db", results) == stored(tmp_path / "reference.db", reference)
+    # the helper still read every text and planned every chunk: only the lookups were the batch's
+    assert helper.broken is None and helper.answered == 6 and helper.read_ahead > len(memories) // 2
+    assert helper.looked_up == 0
+
+
+#: A helper that plans each write in 20 ms and notes each chunk it plans: (batch, chunk) per line.
+SLOW_HELPER = """#!/bin/sh
+exec {python} -c 'import time
+from memory_orchestrator.adapters.sqlite import planner
+plan, put = planner.plan, planner.put
+def slow(*args):
+    time.sleep(0.02)
+    return plan(*args)
+def noted(sink, message):
+    if message[0] == "planned":
+        with open("{log}", "a") as log:
+            log.write(f"{{message[1]}} {{message[2]}}\\n")
+    put(sink, message)
+planner.plan, planner.put = slow, noted
+planner.main()'
+"""
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("helper_planning")
+async def test_a_batch_plans_the_chunks_a_slow_helper_has_not_reached_and_the_helper_skips_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memories = corpus()
+    cuts = [0, 150, len(memories)]  # three chunks (64, 64, 22), then two
+    reference, _ = await bulk_in_batches(tmp_path / "reference.db", memories, cuts, bulk_helper=False)
+    log = tmp_path / "planned.txt"
+    program = tmp_path / "slow"
+    program.write_text(SLOW_HELPER.format(python=sys.executable, log=log))
+    program.chmod(0o755)
+    monkeypatch.setattr(planner.sys, "executable", str(program))
+    results, helper = await bulk_in_batches(tmp_path / "slow.db", memories, cuts)
+    assert stored(tmp_path / "slow.db", results) == stored(tmp_path / "reference.db", reference)
+    # a chunk takes the helper 1.3 s: the batches planned all five rather than wait for them
+    assert helper.broken is None and helper.taken == 5 and helper.answered == 0
+    planned = log.read_text().split("\n") if log.exists() else []
+    # the first batch took its chunks while the helper planned the first: it skipped the other two
+    assert not {"1 1", "1 2"} & set(planned)
 
 
 @pytest.mark.usefixtures("helper_planning")

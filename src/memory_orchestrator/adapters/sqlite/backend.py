@@ -21,6 +21,7 @@ from memory_orchestrator.adapters.sqlite import vectors as vector_rows
 from memory_orchestrator.adapters.sqlite.batch import Batch, collector_paused, finish
 from memory_orchestrator.adapters.sqlite.batch_view import BatchView
 from memory_orchestrator.adapters.sqlite.health import health_report
+from memory_orchestrator.adapters.sqlite.lexicon import Ahead
 from memory_orchestrator.adapters.sqlite.planner import EntityInputs, Helper, Planned, entity_inputs, plan
 from memory_orchestrator.adapters.sqlite.reader import Reader
 from memory_orchestrator.adapters.sqlite.records import active_records, select_records
@@ -412,21 +413,25 @@ class SqliteBackend(AsyncLifecycle):
     ) -> tuple[list[WriteResult], dict[int, str]]:
         """A batch's writes (in the transaction of ``_writer_transaction``), and the rowids it met."""
         # What no write of the batch reads waits for its end (adapters/sqlite/batch.py).
-        planner = self._helper.planner([memory.content for memory in memories])
-        deferred = Batch(view=BatchView(known=self._rowids), planner=planner)
+        view = BatchView(known=self._rowids)
         digests = [content_hash(memory.content) for memory in memories]
-        deduplicated = {digest for digest, memory in zip(digests, memories, strict=True) if memory.dedup}
+        dedup = [memory.dedup for memory in memories]
+        deduplicated = {digest for digest, flag in zip(digests, dedup, strict=True) if flag}
         texts = [tokenize(memory.content) for memory in memories]
         terms = {term for tokens in texts for term in tokens}
-        await deferred.view.start(db, len(memories), deduplicated, terms)
+        await view.start(db, len(memories), deduplicated, terms)
+        # the helper looks up the lexical candidates ahead, in the store as the batch found it
+        ahead = Ahead(str(self.path.resolve()), view.lexicon.size, view.rowids(dedup, digests))
+        planner = self._helper.planner([memory.content for memory in memories], ahead)
+        deferred = Batch(view=view, planner=planner)
         written: list[WriteResult | MemoryRecord] = []
         for index, (memory, digest, tokens) in enumerate(zip(memories, digests, texts, strict=True)):
-            existing = deferred.view.duplicate(digest) if memory.dedup else None
+            existing = view.duplicate(digest) if memory.dedup else None
             if existing is not None:
+                planner.written(index, 0)
                 written.append(await self._skipped(db, existing))
             else:
-                read = planner.entity_inputs(index, memory.content)
-                written.append(await self._insert_deferred(db, memory, digest, deferred, tokens, read))
+                written.append(await self._insert_deferred(db, memory, digest, deferred, tokens, index))
         results = _planned_results(written, await finish(db, deferred))
         return results, deferred.view.ids
 
@@ -452,13 +457,17 @@ class SqliteBackend(AsyncLifecycle):
         digest: str,
         deferred: Batch,
         tokens: list[str],
-        read: EntityInputs,
+        index: int,
     ) -> MemoryRecord:
-        """Store one new memory of a batch (``tokens`` and ``read``: see :meth:`_linking`); its edges
+        """Store the batch's memory number ``index`` (``tokens``: see :meth:`_linking`); its edges
         are planned by the batch's planner, and they, its FTS row and change-log entry are left in
         ``deferred`` for ``batch.finish`` before the batch commits."""
-        now, record, new, others, counts = await self._linking(db, memory, deferred, tokens, read)
-        deferred.planner.add(new, others, now, counts)
+        planner = deferred.planner
+        read = planner.entity_inputs(index, memory.content)
+        now, record, new, others, counts = await self._linking(
+            db, memory, deferred, tokens, read, planner.lexical(index)
+        )
+        planner.add(new, others, now, counts)
         row = await writes.insert_memory(
             db,
             record,
@@ -469,6 +478,7 @@ class SqliteBackend(AsyncLifecycle):
             counted=False,
             pending=deferred.view.pending,
         )
+        planner.written(index, row)
         deferred.view.added(record, row, new.tokens, digest)
         deferred.changes.append((ChangeKind.ADDED.value, record.id, stamp(now), ""))
         self._sketches.put(new)
@@ -481,11 +491,12 @@ class SqliteBackend(AsyncLifecycle):
         deferred: Batch | None,
         tokens: list[str],
         read: EntityInputs,
+        lexical: list[int] | None = None,
     ) -> tuple[datetime, MemoryRecord, MemorySketch, list[MemorySketch], dict[str, int]]:
         """What planning a new memory's links takes (``tokens``: ``tokenize(memory.content)``;
-        ``read``: ``planner.entity_inputs(memory.content)``): its stamp, record and sketch, its
-        candidates' sketches and the counts of its entity names (a batch answers from its view where
-        it can)."""
+        ``read``: ``planner.entity_inputs(memory.content)``; ``lexical``: its lexical rows, when a
+        batch's helper looked them up): its stamp, record and sketch, its candidates' sketches and
+        the counts of its entity names (a batch answers from its view where it can)."""
         now = self._now()
         names, extracted = read
         view = deferred.view if deferred is not None else None
@@ -509,7 +520,7 @@ class SqliteBackend(AsyncLifecycle):
         if view is None:
             others = await writes.load_sketches(db, await writes.candidate_ids(db, new), self._sketches)
         else:
-            others = await view.candidates(db, new, self._sketches)
+            others = await view.candidates(db, new, self._sketches, lexical)
         # the counts of names among the candidates came with their spelling; the rest are looked up
         counts = {norm: stats[norm][1] for norm in new.entities if norm in stats}
         if unlisted := new.entities - names:

@@ -9,9 +9,10 @@ its first need, and keeps the rest in memory:
   parts of ``writes.nearby_parts`` for a memory dated after them, as ingests in time order are), each
   read one row past its limit so a tie at the limit is seen;
 - the newest postings of each term its lexical lookups chose (``memory_terms``), ranked in memory
-  (``postings.py``);
-- the document count of each term (``term_stats``) and the spelling and use count of each entity
-  name (``entity_stats``), written once at the end with the batch's increments.
+  (``postings.py``), and the document count of each term (``term_stats``): ``lexicon.py``, which the
+  bulk planner's helper also runs ahead of the batch;
+- the spelling and use count of each entity name (``entity_stats``), written once at the end with
+  the batch's increments, as are the term counts.
 
 A part is first needed by a memory that has it (its source, its names, its terms) before that memory
 is stored: so every first read sees the store without the batch, and the batch's rows are added to
@@ -32,11 +33,10 @@ from datetime import timedelta
 import aiosqlite
 
 from memory_orchestrator.adapters.sqlite import writes
-from memory_orchestrator.adapters.sqlite.lexical import LEXICAL_POSTINGS, LEXICAL_TERMS, idf, ranked_rows
+from memory_orchestrator.adapters.sqlite.lexical import ranked_rows
+from memory_orchestrator.adapters.sqlite.lexicon import Lexicon
 from memory_orchestrator.adapters.sqlite.pending import PendingRows
-from memory_orchestrator.adapters.sqlite.postings import TermPostings, rank
 from memory_orchestrator.adapters.sqlite.rows import stamp
-from memory_orchestrator.adapters.sqlite.terms import choose_terms, term_frequencies
 from memory_orchestrator.ports import MemoryRecord
 from memory_orchestrator.ports.autolinks import DEFAULT_LIMITS, LinkLimits, MemorySketch
 
@@ -56,7 +56,6 @@ _NEWEST_OF_SOURCE = (
 _NEWEST_CARRIERS = (
     "SELECT created_at, memory_id FROM memory_entities WHERE entity_norm = ? ORDER BY created_at DESC LIMIT ?"
 )
-_POSTINGS = "SELECT row, size FROM memory_terms WHERE term = ? ORDER BY row DESC LIMIT ?"
 _SKETCHES = (
     f"SELECT m.rowid, m.deleted_at, {writes.SKETCH_COLUMNS} FROM memories m "
     "LEFT JOIN memories_fts f ON f.rowid = m.rowid WHERE m.rowid IN (SELECT value FROM json_each(?))"
@@ -112,11 +111,10 @@ class BatchView:
         self._everything: Part | None = None
         self._sources: dict[str, Part] = {}
         self._carriers: dict[str, Part] = {}
-        #: Active memories per term (0: none), and the batch's additions.
-        self._docs: dict[str, int] = {}
+        #: The lexical lookups' term counts and postings (``lexicon.py``), and the batch's additions
+        #: to the counts.
+        self.lexicon = Lexicon(0)
         self._new_docs: Counter[str] = Counter()
-        #: max(rowid) of memories, as ``terms.term_frequencies`` reads it.
-        self._size = 0
         #: Entity statistics: casefolded name -> (spelling, uses), None for a name the store lacks.
         self._entities: dict[str, tuple[str, int] | None] = {}
         #: Whether ``_entities`` holds every name of the store (read whole when it has few).
@@ -126,8 +124,6 @@ class BatchView:
         self._hashes: dict[str, Key] = {}
         #: rowid -> id of memories met by this batch (its own and stored ones): :attr:`ids`.
         self._ids: dict[int, str] = {}
-        #: The newest postings of each term a lexical lookup chose (``postings.py``).
-        self._postings: dict[str, TermPostings] = {}
         #: Lexical lookups SQLite answered (a near tie at the cut: ``lexical.rank_postings``).
         self.lexical_fallbacks = 0
         #: The batch's postings and entity rows not yet written (``pending.py``).
@@ -150,8 +146,7 @@ class BatchView:
         ``digests`` (those of the memories to deduplicate) and the document counts of ``terms`` (the
         tokens of its memories: one lookup instead of one per memory)."""
         if terms:
-            counts, _ = await term_frequencies(db, sorted(terms))  # the store's, without the batch
-            self._docs.update((term, counts.get(term, 0)) for term in terms)
+            await self.lexicon.count(db, terms)
         if digests:
             sql = "SELECT content_hash, created_at, id FROM memories WHERE deleted_at IS NULL "
             sql += "AND content_hash IN (SELECT value FROM json_each(?))"
@@ -160,7 +155,7 @@ class BatchView:
         rows = await db.execute_fetchall(_NEWEST, (self.limits.proximity_max + 2,))
         self._everything = Part([(str(row[0]), str(row[1])) for row in rows])
         found = list(await db.execute_fetchall("SELECT max(rowid) FROM memories"))
-        self._size = int(found[0][0] or 0) if found else 0
+        self.lexicon.size = int(found[0][0] or 0) if found else 0
         # A write looks up every run of up to 4 words of its text among the names: with few names
         # (hundreds in most stores) reading them all is cheaper than a lookup per memory.
         most = NAMES_PER_MEMORY * memories
@@ -195,51 +190,51 @@ class BatchView:
                 known[name] = found.get(name)
         return {name: stats for name in names if (stats := known[name]) is not None}
 
-    async def lexical_rows(self, db: aiosqlite.Connection, tokens: frozenset[str]) -> list[int]:
-        """``lexical.lexical_rows`` of a memory with ``tokens``, the term counts kept here."""
-        docs = self._docs
-        if missing := [term for term in tokens if term not in docs]:
-            found, _ = await term_frequencies(db, missing)  # the store's, without the batch
-            for term in missing:
-                docs[term] = found.get(term, 0)
-        frequencies = {term: count for term in tokens if (count := docs[term]) > 0}
-        # term_frequencies reads the store size beside the counts: none when no term is known
-        size = self._size if frequencies else 0
-        terms = choose_terms(frequencies, size, most=LEXICAL_TERMS, postings=LEXICAL_POSTINGS)
-        if not terms:
-            return []
-        postings = [await self._newest_postings(db, term) for term in terms]
-        ranked = rank(len(tokens), [idf(frequencies[term], size) for term in terms], postings)
-        if ranked is None:
-            self.lexical_fallbacks += 1
-            await self.pending.flush(db)  # SQLite ranks the postings it holds
-            return await ranked_rows(db, len(tokens), frequencies, size)
-        return ranked
+    def rowids(self, dedup: list[bool], digests: list[str]) -> list[int]:
+        """The rowid each of the batch's memories (``dedup``: whether each is deduplicated; their
+        ``digests``) gets when stored in order right after :meth:`start`: SQLite gives a new row the
+        largest rowid plus one; 0 for one skipped as a duplicate (``duplicate``)."""
+        rows = []
+        last = self.lexicon.size
+        written: set[str] = set()
+        for deduplicated, digest in zip(dedup, digests, strict=True):
+            if deduplicated and (digest in self._hashes or digest in written):
+                rows.append(0)
+            else:
+                last += 1
+                written.add(digest)
+                rows.append(last)
+        return rows
 
-    async def _newest_postings(self, db: aiosqlite.Connection, term: str) -> TermPostings:
-        # Read once per batch, at the term's first need (the batch's own rows included: those SQLite
-        # has by then and, newer, those still pending); the batch's later rows are added by added().
-        postings = self._postings.get(term)
-        if postings is None:
-            newest = self.pending.newest(term, LEXICAL_POSTINGS)
-            found = await db.execute_fetchall(_POSTINGS, (term, LEXICAL_POSTINGS - len(newest)))
-            newest += [(int(row), int(size)) for row, size in found]
-            postings = self._postings[term] = TermPostings(newest)
-        return postings
+    async def lexical_rows(self, db: aiosqlite.Connection, tokens: frozenset[str]) -> list[int]:
+        """``lexical.lexical_rows`` of a memory with ``tokens``, from memory where it can answer."""
+        found = await self.lexicon.rows(db, tokens, self.pending)
+        if isinstance(found, list):
+            return found
+        self.lexical_fallbacks += 1
+        await self.pending.flush(db)  # SQLite ranks the postings it holds
+        return await ranked_rows(db, len(tokens), *found)
 
     # -- candidates ---------------------------------------------------------------------------
 
     async def candidates(
-        self, db: aiosqlite.Connection, new: MemorySketch, cache: writes.SketchCache
+        self,
+        db: aiosqlite.Connection,
+        new: MemorySketch,
+        cache: writes.SketchCache,
+        lexical: list[int] | None = None,
     ) -> list[MemorySketch]:
-        """The sketches of ``writes.candidate_ids(db, new)``, from memory where it can answer."""
+        """The sketches of ``writes.candidate_ids(db, new)``, from memory where it can answer
+        (``lexical``: the lexical rows, when the helper looked them up ahead)."""
         await self._read_parts(db, new)
         ids = self._nearby(new)
         if ids is None:
             await self.pending.flush(db)  # the carriers' part of the lookup reads memory_entities
             ids = await writes.nearby_ids(db, new, self.limits)
         missing = []
-        for rowid in await self.lexical_rows(db, new.tokens):
+        if lexical is None:
+            lexical = await self.lexical_rows(db, new.tokens)
+        for rowid in lexical:
             memory_id = self._ids.get(rowid) or self._known.get(rowid)
             if memory_id is None:
                 missing.append(rowid)
@@ -300,13 +295,8 @@ class BatchView:
         assert self._everything is not None, "start() reads the newest memories first"
         insort(self._everything.added, key)
         insort(self._sources[record.source].added, key)
-        self._size = max(self._size, rowid)
         self._ids[rowid] = record.id
-        postings = self._postings
-        for term in tokens:
-            self._docs[term] += 1
-            if (rows := postings.get(term)) is not None:
-                rows.add(rowid, len(tokens))
+        self.lexicon.added(rowid, tokens)
         self._new_docs.update(tokens)
         spellings = {name.casefold(): name for name in reversed(record.entities)}
         for norm, name in spellings.items():

@@ -4,9 +4,17 @@
 candidates. It is a pure function, and nothing later in a batch reads what it returns (the edges are
 inserted at the batch's end, the candidates go into the write's result), so a batch can hand it to a
 helper process and go on gathering the next write's candidates meanwhile: about a fifth of a bulk
-write's CPU, done beside the rest instead of in its way. The helper also reads the name candidates
-and extracted entities of every memory of the batch ahead of its write (``entity_inputs``: the
-text alone decides them); a write whose answer is not in yet reads its own.
+write's CPU, done beside the rest instead of in its way. The helper also reads every memory of the
+batch ahead of its write: its name candidates and extracted entities (``entity_inputs``: the text
+alone decides them) and its lexical candidates (``lexicon.look_ahead``: the store as the batch found
+it, over a read connection of the helper's own, plus the batch's earlier memories at the rowids they
+will get); a write whose answer is not in yet reads its own, and a lookup counts only while every
+earlier memory got the rowid the helper assumed (``written``).
+
+A batch waits for no plan: when it asks for them (``results``), it takes the helper's from the first
+chunk on and, whenever the next one is not in, plans the last chunk nobody has taken itself and
+tells the helper to skip it (``Taken``); the two meet somewhere in the middle. (The helper reads its
+messages through a thread of its own, so it sees those words before it starts on a chunk.)
 
 The helper is a Python process running :func:`main`, started at the first large batch and kept
 until the backend closes; it imports this package from where the parent found it, so both run the
@@ -17,7 +25,8 @@ pickles what it sends and unpickles what it takes. (When the reader unpickled, i
 millisecond or more at a time, and each of the batch's SQLite statements, which lets the GIL go while
 SQLite works, then waited to get it back: 0.6-1.0 s of a 10k import's ~6 s.) The parent keeps every
 write's inputs until the answers are in: when the helper cannot start, dies, stops reading, answers
-nonsense or is silent for ``ANSWER_WAIT_S``, the batch kills it, plans what is left itself and says
+nonsense or is silent for ``ANSWER_WAIT_S`` (a batch waits for its read of every text before taking
+any plan: that is where a hung helper shows), the batch kills it, plans what is left itself and says
 so in the log. Either way a write's edges are the ones ``plan_links`` gives in the parent
 (``tests/unit/test_sqlite_bulk.py`` compares stored rows with and without the helper, and with a
 helper killed mid-batch).
@@ -31,16 +40,19 @@ import logging
 import os
 import pickle
 import queue
+import sqlite3
 import subprocess
 import sys
 import threading
-from collections import Counter
-from collections.abc import Mapping
+from collections import Counter, deque
+from collections.abc import Iterator, Mapping
 from datetime import datetime
+from itertools import accumulate
 from pathlib import Path
 from typing import IO, Any, NamedTuple, Protocol, cast
 
 from memory_orchestrator.adapters.sqlite.graph import EdgeRow, edge_rows
+from memory_orchestrator.adapters.sqlite.lexicon import Ahead, look_ahead, read_connection
 from memory_orchestrator.ports.autolinks import MemorySketch, plan_links
 from memory_orchestrator.ports.records import LinkCandidate
 from memory_orchestrator.ports.text import extract_entities, name_candidates
@@ -81,6 +93,9 @@ def plan(new: MemorySketch, others: list[MemorySketch], at: datetime, counts: Ma
 Inputs = tuple[MemorySketch, list[MemorySketch], datetime, Mapping[str, int]]
 #: What a memory's text alone decides of its entities: its name candidates, its extracted names.
 EntityInputs = tuple[set[str], tuple[str, ...]]
+#: What the helper reads of a memory ahead of the batch: its ``EntityInputs``, then its lexical rows
+#: (``lexicon.look_ahead``; ``None``: not looked up).
+ReadAhead = tuple[set[str], tuple[str, ...], list[int] | None]
 
 
 def entity_inputs(content: str) -> EntityInputs:
@@ -94,6 +109,14 @@ class Planner(Protocol):
     def entity_inputs(self, index: int, content: str) -> EntityInputs:
         """:func:`entity_inputs` of the batch's memory number ``index``, whose text is ``content``."""
 
+    def lexical(self, index: int) -> list[int] | None:
+        """The lexical rows of the batch's memory number ``index`` as the helper looked them up ahead
+        (``lexicon.py``), when it did and every earlier memory got the rowid it assumed; else
+        ``None`` (the batch looks them up)."""
+
+    def written(self, index: int, rowid: int) -> None:
+        """The batch's memory number ``index`` got ``rowid`` (0: skipped as a duplicate)."""
+
     def add(
         self, new: MemorySketch, others: list[MemorySketch], at: datetime, counts: Mapping[str, int]
     ) -> None:
@@ -103,7 +126,7 @@ class Planner(Protocol):
         """Start on every write added so far (the batch adds no more)."""
 
     def results(self) -> list[Planned]:
-        """Every write's plan, in order (waits for the helper's)."""
+        """Every write's plan, in order (the helper's, or planned here while it is behind)."""
 
 
 class LocalPlanner:
@@ -115,6 +138,13 @@ class LocalPlanner:
     def entity_inputs(self, index: int, content: str) -> EntityInputs:
         """Read from ``content`` now."""
         return entity_inputs(content)
+
+    def lexical(self, index: int) -> list[int] | None:
+        """Nothing is looked up ahead."""
+        return None
+
+    def written(self, index: int, rowid: int) -> None:
+        """Nothing was assumed."""
 
     def add(
         self, new: MemorySketch, others: list[MemorySketch], at: datetime, counts: Mapping[str, int]
@@ -136,14 +166,18 @@ def _fields(sketch: MemorySketch) -> tuple[object, ...]:
 
 
 #: The helper's first message: it runs this module's protocol (nothing is sent to it before).
-HELLO = ("memory-orchestrator bulk planner", 2)
-#: Parent -> helper, first of a batch: ("prepare", batch number, the texts of its memories).
-Prepare = tuple[str, int, list[str]]
+HELLO = ("memory-orchestrator bulk planner", 3)
+#: Parent -> helper, first of a batch: ("prepare", batch number, the texts of its memories, what its
+#: lexical lookups need, if the helper is to look them up).
+Prepare = tuple[str, int, list[str], Ahead | None]
 #: Parent -> helper: ("plan", batch number, chunk number, the sketches it lacks as ``_fields``, the
 #: writes as (sketch ids, the new memory's first; stamp; entity counts)).
 Chunk = tuple[str, int, int, list[tuple[object, ...]], list[tuple[list[str], datetime, dict[str, int]]]]
-#: Helper -> parent: ("prepared", batch, chunk, ``EntityInputs`` of CHUNK texts) for the texts in
-#: order, then ("planned", batch, chunk, one ``Planned`` per write of that chunk).
+#: Parent -> helper: ("taken", batch number, chunk number): the batch plans its chunks from this one
+#: on itself (the helper skips them).
+Taken = tuple[str, int, int]
+#: Helper -> parent: ("prepared", batch, chunk, ``ReadAhead`` of CHUNK texts) for the texts in order,
+#: then ("planned", batch, chunk, one ``Planned`` per write of that chunk).
 Answer = tuple[str, int, int, list[Any]]
 
 
@@ -221,9 +255,13 @@ class Helper:
         self.enabled = enabled
         self._link: _Link | None = None
         self._batches = 0
-        #: Chunks of writes the helper has planned, and texts whose entity inputs it read, so far.
+        #: Chunks of writes the helper has planned, texts whose entity inputs it read, and memories
+        #: whose lexical rows it looked up, so far (those the batches used).
         self.answered = 0
         self.read_ahead = 0
+        self.looked_up = 0
+        #: Chunks the batches planned themselves while the helper was behind (``results``).
+        self.taken = 0
         #: Why the helper was given up, if it was: no other is started (batches plan in process).
         self.broken: str | None = None
 
@@ -232,9 +270,9 @@ class Helper:
         """The running helper, if any."""
         return self._link.process if self._link is not None else None
 
-    def planner(self, contents: list[str]) -> Planner:
+    def planner(self, contents: list[str], ahead: Ahead | None = None) -> Planner:
         """A planner for a batch of memories with these ``contents``: the helper's when it is worth
-        it and works."""
+        it and works (it also looks up their lexical candidates, given ``ahead``)."""
         if not self.enabled or len(contents) < HELPER_MIN_BATCH or self.broken is not None:
             return LocalPlanner()
         # a frozen application's executable is no Python that runs ``-c``
@@ -243,7 +281,7 @@ class Helper:
         if self._link is None and not self._start():
             return LocalPlanner()
         self._batches += 1
-        return _HelperPlanner(self, self._batches, contents)
+        return _HelperPlanner(self, self._batches, contents, ahead)
 
     def _start(self) -> bool:
         package = Path(__file__).resolve().parents[3]  # the folder holding memory_orchestrator
@@ -264,7 +302,7 @@ class Helper:
         self._link = _Link(process)
         return True
 
-    def send(self, message: Prepare | Chunk) -> bool:
+    def send(self, message: Prepare | Chunk | Taken) -> bool:
         """Queue one message for the helper; ``False`` once it has been given up."""
         if self.broken is not None or self._link is None:
             return False
@@ -315,7 +353,7 @@ class _HelperPlanner:
     """A batch's writes, planned by the helper chunk by chunk; whatever it does not answer is planned
     here from the inputs kept meanwhile."""
 
-    def __init__(self, helper: Helper, batch: int, contents: list[str]) -> None:
+    def __init__(self, helper: Helper, batch: int, contents: list[str], ahead: Ahead | None) -> None:
         self._helper = helper
         self._batch = batch
         self._inputs: list[Inputs] = []
@@ -326,24 +364,51 @@ class _HelperPlanner:
         #: Writes in each chunk sent, in order.
         self._sizes: list[int] = []
         self._failed = False
-        #: The helper's ``EntityInputs`` of the batch's texts so far, and how many it will send.
-        self._prepared: list[EntityInputs] = []
-        self._texts = len(contents) if helper.send(("prepare", batch, contents)) else 0
+        #: What the helper read of the batch's texts so far, and how many it will send.
+        self._prepared: list[ReadAhead] = []
+        self._texts = len(contents) if helper.send(("prepare", batch, contents, ahead)) else 0
+        #: The rowids the helper's lookups assume, while the batch's agree (``written``).
+        self._rows = ahead.rows if ahead is not None else None
         #: Plans answered but not yet taken, by chunk.
         self._answers: dict[int, list[Planned]] = {}
 
     def entity_inputs(self, index: int, content: str) -> EntityInputs:
         """The helper's answer when it is in (it reads the texts far faster than the batch writes
         them, once started), else read from ``content`` here."""
+        if self._arrived(index):
+            self._helper.read_ahead += 1
+            names, extracted, _ = self._prepared[index]
+            return names, extracted
+        return entity_inputs(content)
+
+    def lexical(self, index: int) -> list[int] | None:
+        """The helper's lookup, when it is in and its rowids held so far."""
+        if self._rows is None or not self._arrived(index):
+            return None
+        found = self._prepared[index][2]
+        if found is not None:
+            self._helper.looked_up += 1
+        return found
+
+    def written(self, index: int, rowid: int) -> None:
+        """Check the rowid the helper assumed: from the first that differs, the batch looks up."""
+        if self._rows is not None and self._rows[index] != rowid:
+            LOG.debug(
+                "memory %d of a batch got rowid %d, not %d: it looks up its candidates",
+                index,
+                rowid,
+                self._rows[index],
+            )
+            self._rows = None
+
+    def _arrived(self, index: int) -> bool:
+        # whether the helper's read of text number ``index`` is in, taking what answers came
         prepared = self._prepared
         while index >= len(prepared) and len(prepared) < self._texts:
             answer = self._helper.answer(wait=False)
             if answer is None or not self._take(answer):
                 break
-        if index < len(prepared):
-            self._helper.read_ahead += 1
-            return prepared[index]
-        return entity_inputs(content)
+        return index < len(prepared)
 
     def _take(self, answer: Answer) -> bool:
         """File one answer (an earlier batch's is dropped); ``False`` for one out of order, and the
@@ -398,18 +463,39 @@ class _HelperPlanner:
             self._send()
 
     def results(self) -> list[Planned]:
-        """Every write's plan, in order: the helper's, then whatever it did not give planned here."""
+        """Every write's plan, in order. The helper plans from the first chunk on; whenever its answer
+        to the next chunk is not in, the batch plans the last chunk nobody has taken and tells the
+        helper to skip it (``Taken``), so the two meet and the batch waits for no plan. Before that
+        it waits (each answer at most ``ANSWER_WAIT_S``) for the helper's read of every text, which
+        the helper sends first: that is how a helper that hangs is found out. Whatever the helper
+        does not give is planned here."""
         self.flush()
-        planned: list[Planned] = []
-        for chunk in range(len(self._sizes)):
-            while chunk not in self._answers:
-                answer = self._helper.answer()
-                if answer is None or not self._take(answer):
-                    break
-            if chunk not in self._answers:
+        helper = self._helper
+        while len(self._prepared) < self._texts:
+            answer = helper.answer()
+            if answer is None or not self._take(answer):
                 break
+        starts = [0, *accumulate(self._sizes)]
+        front, back = 0, len(self._sizes)
+        here: dict[int, list[Planned]] = {}
+        while front < back and helper.broken is None:
+            if front in self._answers:
+                front += 1
+            elif (answer := helper.answer(wait=False)) is not None:
+                if not self._take(answer):
+                    break
+            elif helper.broken is None:
+                back -= 1
+                helper.send(("taken", self._batch, back))
+                here[back] = [plan(*inputs) for inputs in self._inputs[starts[back] : starts[back + 1]]]
+                helper.taken += 1
+        planned: list[Planned] = []
+        for chunk in range(front):
             planned.extend(self._answers.pop(chunk))
-            self._helper.answered += 1
+            helper.answered += 1
+        for chunk in range(front, len(self._sizes)):
+            inputs = self._inputs[starts[chunk] : starts[chunk + 1]]
+            planned.extend(here.get(chunk) or [plan(*write) for write in inputs])
         planned.extend(plan(*inputs) for inputs in self._inputs[len(planned) :])
         return planned
 
@@ -427,19 +513,20 @@ def serve(source: IO[bytes], sink: IO[bytes]) -> None:
     gc.disable()  # it makes sketches, edges and rows, none of them in a cycle
     put(sink, HELLO)
     sketches: dict[str, MemorySketch] = {}
-    while True:
-        try:
-            message: Prepare | Chunk = get(source)
-        except EOFError:
-            return
+    stores: dict[str, sqlite3.Connection] = {}
+    inbox = _Inbox(source)
+    while (message := inbox.next()) is not None:
         if message[0] == "prepare":  # a new batch: the last one's sketches are not needed any more
-            _, batch, contents = cast(Prepare, message)
+            _, batch, contents, ahead = cast(Prepare, message)
             sketches.clear()
+            lexical = _lookups(stores, ahead, contents)
             for chunk, start in enumerate(range(0, len(contents), CHUNK)):
-                items = [entity_inputs(content) for content in contents[start : start + CHUNK]]
+                items = [(*entity_inputs(text), next(lexical)) for text in contents[start : start + CHUNK]]
                 put(sink, ("prepared", batch, chunk, items))
             continue
         _, batch, chunk, fresh, writes = cast(Chunk, message)
+        if inbox.taken(batch, chunk):
+            continue  # and so are the batch's later chunks: none needs this one's sketches
         for fields in fresh:
             sketches[cast(str, fields[0])] = MemorySketch(*cast(Any, fields))
         plans = []
@@ -447,6 +534,84 @@ def serve(source: IO[bytes], sink: IO[bytes]) -> None:
             found = [sketches[memory_id] for memory_id in ids]
             plans.append(plan(found[0], found[1:], at, counts))
         put(sink, ("planned", batch, chunk, plans))
+
+
+class _Inbox:
+    """The helper's messages, read by a thread as they come (it only moves bytes) and unpickled here,
+    where the batches' ``Taken`` are kept rather than returned."""
+
+    def __init__(self, source: IO[bytes]) -> None:
+        self._frames: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._ready: deque[Prepare | Chunk] = deque()
+        #: batch -> its first chunk the batch plans itself.
+        self._taken: dict[int, int] = {}
+        self._ended = False
+        threading.Thread(target=self._receive, args=(source,), name="bulk-planner-inbox", daemon=True).start()
+
+    def _receive(self, source: IO[bytes]) -> None:
+        try:
+            while True:
+                self._frames.put(read_frame(source))
+        except Exception:  # the end of the input, or not the parent's: either way, done
+            self._frames.put(None)
+
+    def next(self) -> Prepare | Chunk | None:
+        """The next message to answer (waiting for it); ``None`` once the input has ended."""
+        while not self._ready and not self._ended:
+            self._file(self._frames.get())
+        if not self._ready:
+            return None
+        message = self._ready.popleft()
+        if message[0] == "prepare":  # the earlier batches are over
+            self._taken = {batch: chunk for batch, chunk in self._taken.items() if batch >= message[1]}
+        return message
+
+    def taken(self, batch: int, chunk: int) -> bool:
+        """Whether the batch plans ``chunk`` itself, as far as the messages already sent tell."""
+        while not self._ended:
+            try:
+                frame = self._frames.get_nowait()
+            except queue.Empty:
+                break
+            self._file(frame)
+        return chunk >= self._taken.get(batch, chunk + 1)
+
+    def _file(self, frame: bytes | None) -> None:
+        if frame is None:
+            self._ended = True
+            return
+        message = pickle.loads(frame)
+        if message[0] == "taken":
+            _, batch, chunk = cast(Taken, message)
+            self._taken[batch] = min(chunk, self._taken.get(batch, chunk))
+        else:
+            self._ready.append(message)
+
+
+def _lookups(
+    stores: dict[str, sqlite3.Connection], ahead: Ahead | None, contents: list[str]
+) -> Iterator[list[int] | None]:
+    """``lexicon.look_ahead`` of a batch on the helper's connection to its store (kept from batch to
+    batch in ``stores``), then ``None`` for each memory it did not answer: no lookup was asked for,
+    or the store could not be read (its connection is dropped)."""
+    answered = 0
+    if ahead is not None:
+        connection = stores.get(ahead.path)
+        try:
+            if connection is None:
+                for other in stores.values():
+                    other.close()
+                stores.clear()
+                connection = stores[ahead.path] = read_connection(ahead.path)
+            for found in look_ahead(connection, ahead, contents):
+                yield found
+                answered += 1
+        except (sqlite3.Error, OSError, ValueError):
+            dropped = stores.pop(ahead.path, None)
+            if dropped is not None:
+                dropped.close()
+    for _ in range(answered, len(contents)):
+        yield None
 
 
 def frame(message: object) -> bytes:
