@@ -8,6 +8,7 @@ import pytest
 
 from conftest import T0, BackendMaker, at
 from memory_orchestrator.ports import (
+    BulkLinker,
     ChangeKind,
     Edge,
     EdgeType,
@@ -146,6 +147,41 @@ async def test_link_errors(backend: MemoryBackend) -> None:
     await backend.forget(b.id)
     with pytest.raises(NotFound):
         await backend.link(Edge(a.id, b.id, EdgeType.ENTITY))
+
+
+async def test_link_many_links_like_link_and_all_or_none(backend: MemoryBackend) -> None:
+    if not isinstance(backend, BulkLinker):
+        pytest.skip(f"{backend.name} has no bulk link path (link_all links one at a time)")
+    a, b, c = [
+        await backend.remember(NewMemory(text, source=f"s{i}", created_at=at(days=30 * i)))
+        for i, text in enumerate(["alpha memory", "unrelated beta", "third gamma"])
+    ]
+    missing = Edge(a.id, "mem-does-not-exist", EdgeType.CAUSAL)
+    with pytest.raises(NotFound):
+        await backend.link_many([Edge(a.id, b.id, EdgeType.CAUSAL, 0.8), missing])
+    with pytest.raises(InvalidRequest):
+        await backend.link_many(
+            [Edge(a.id, b.id, EdgeType.CAUSAL, 0.8), Edge(b.id, c.id, EdgeType.ENTITY, 1.5)]
+        )
+    assert await backend.neighbors([a.id, b.id], edge_types=[EdgeType.CAUSAL]) == []  # none of either
+    edges = [
+        Edge(a.id, b.id, EdgeType.CAUSAL, 0.8, {"why": "test"}),
+        Edge(b.id, c.id, EdgeType.SEMANTIC, 0.3),
+        Edge(c.id, b.id, EdgeType.SEMANTIC, 0.9),  # replaces the one before, as link would
+        Edge(c.id, a.id, EdgeType.SUPERSEDES),
+    ]
+    stored = await backend.link_many(edges)
+    assert [(e.source, e.target, e.type, e.weight) for e in stored] == [
+        (e.source, e.target, e.type, e.weight) for e in edges
+    ]
+    assert all(edge.created_at is not None for edge in stored)
+    [causal] = await backend.neighbors([a.id], edge_types=[EdgeType.CAUSAL])
+    assert (causal.record.id, dict(causal.edge.metadata)["why"]) == (b.id, "test")
+    semantic = await backend.neighbors([b.id], edge_types=[EdgeType.SEMANTIC])
+    assert [(item.record.id, item.edge.weight) for item in semantic] == [(c.id, 0.9)]
+    [old] = await backend.get([a.id])
+    assert old.superseded_by == (c.id,)
+    assert await backend.link_many([]) == []
 
 
 async def test_supersedes_is_one_way_and_shows_in_superseded_by(backend: MemoryBackend) -> None:

@@ -17,7 +17,15 @@ from memory_orchestrator.evaluation.datasets import (
     load_dataset,
     to_new_memory,
 )
-from memory_orchestrator.ports import Capabilities, EdgeType, InvalidRequest, NewMemory, WriteResult
+from memory_orchestrator.ports import (
+    Capabilities,
+    Edge,
+    EdgeType,
+    InvalidRequest,
+    NewMemory,
+    WriteResult,
+)
+from memory_orchestrator.ports.validation import validate_edge
 
 
 def _write(path: Path, rows: list[dict[str, object]]) -> None:
@@ -228,3 +236,42 @@ async def test_ingest_hands_the_bulk_path_batches_of_the_size_the_backend_asks(t
 
     assert backend.batches == [2, 2, 1]
     assert report.written == 5
+
+
+class _BulkLinks(InMemoryBackend):
+    """The reference backend with a bulk link path (all or none), recording each call."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.link_calls: list[int] = []
+
+    async def link_many(self, edges: Sequence[Edge]) -> list[Edge]:
+        self.link_calls.append(len(edges))
+        for edge in edges:
+            validate_edge(edge)
+        return [await self.link(edge) for edge in edges]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("refused", [False, True], ids=["all linked", "one refused"])
+async def test_ingest_links_in_one_bulk_call_and_one_by_one_when_it_is_refused(
+    tmp_path: Path, refused: bool
+) -> None:
+    links = [{"link": {"source": "m1", "target": "m2", "type": "causal", "weight": 0.8}}]
+    links.append({"link": {"source": "m2", "target": "m2" if refused else "m1", "type": "entity"}})
+    _write(tmp_path / "memories.jsonl", [*MEMORIES[:2], *links])
+    [store] = load_dataset(tmp_path)
+    backend = _BulkLinks()
+    async with backend:
+        report = await ingest(backend, store)
+        linked = {(edge.source, edge.target, edge.type) for edge in backend.edges.values()}
+
+    m1, m2 = report.ids["m1"], report.ids["m2"]
+    assert backend.link_calls == [2]
+    assert (m1, m2, EdgeType.CAUSAL) in linked
+    if refused:  # a link to itself fails the bulk call: the other link still went in, one by one
+        assert report.links == 1
+        assert len(report.warnings) == 1 and "link m2 -> m2 not written" in report.warnings[0]
+    else:
+        assert report.links == 2 and report.warnings == []
+        assert (m2, m1, EdgeType.ENTITY) in linked

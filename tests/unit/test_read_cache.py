@@ -97,9 +97,10 @@ async def test_any_write_through_us_clears_the_cache() -> None:
     await orchestrator.write(WriteRequest(NewMemory("Atlas launch confirmed for April 14.")))
     after_write = await orchestrator.search(request)
     assert "Atlas launch confirmed for April 14." in {item.content for item in after_write.items}
-    # writes that bypass the orchestrator (link, forget) clear it too, through the backend wrapper
+    # writes that bypass the orchestrator (link, link_many, forget) clear it too, through the wrapper
     for change in (
         backend.link(Edge("mem-000001", "mem-000003", EdgeType.CAUSAL, 0.9)),
+        backend.link_many([Edge("mem-000003", "mem-000001", EdgeType.ENTITY, 0.5)]),
         backend.forget("mem-000002"),
     ):
         await orchestrator.search(request)

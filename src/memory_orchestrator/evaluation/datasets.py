@@ -10,7 +10,7 @@ Backends assign their own ids, so :func:`ingest` returns the mapping dataset id 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,6 +19,7 @@ from typing import Any
 
 from memory_orchestrator.ports import (
     CATEGORIES,
+    BulkLinker,
     Edge,
     EdgeType,
     InvalidRequest,
@@ -325,8 +326,7 @@ async def ingest(
         if on_progress is not None:
             for done in range(start + 1, start + len(batch) + 1):
                 on_progress(done, len(ordered))
-    for link in dataset.links:
-        await _write_link(backend, link, report)
+    await _write_links(backend, dataset.links, report)
     report.seconds = (datetime.now(UTC) - started).total_seconds()
     return report
 
@@ -370,18 +370,32 @@ async def _write_memory(
     _count(report, memory, result)
 
 
-async def _write_link(backend: MemoryBackend, link: DatasetLink, report: IngestReport) -> None:
-    source, target = report.ids.get(link.source), report.ids.get(link.target)
-    if source is None or target is None:
-        missing = link.source if source is None else link.target
-        report.warnings.append(f"link {link.source} -> {link.target} skipped: unknown memory {missing}")
-        return
-    try:
-        await backend.link(Edge(source, target, link.type, link.weight))
-    except OrchestratorError as exc:
-        report.warnings.append(f"link {link.source} -> {link.target} not written: {exc}")
-        return
-    report.links += 1
+async def _write_links(backend: MemoryBackend, links: Sequence[DatasetLink], report: IngestReport) -> None:
+    """The dataset's links between the memories written: in one write when the backend has a bulk
+    path, else (or when it refuses one of them) one by one, each refused link a warning."""
+    edges = []
+    for link in links:
+        source, target = report.ids.get(link.source), report.ids.get(link.target)
+        if source is None or target is None:
+            missing = link.source if source is None else link.target
+            report.warnings.append(f"link {link.source} -> {link.target} skipped: unknown memory {missing}")
+        else:
+            edges.append((link, Edge(source, target, link.type, link.weight)))
+    if edges and isinstance(backend, BulkLinker):
+        try:
+            await backend.link_many([edge for _, edge in edges])
+        except OrchestratorError:
+            pass  # one refused link fails them all: write them one by one to keep the others
+        else:
+            report.links += len(edges)
+            return
+    for link, edge in edges:
+        try:
+            await backend.link(edge)
+        except OrchestratorError as exc:
+            report.warnings.append(f"link {link.source} -> {link.target} not written: {exc}")
+        else:
+            report.links += 1
 
 
 def write_jsonl(path: Path, rows: Iterable[Mapping[str, Any]]) -> None:

@@ -7,11 +7,13 @@ Standard library only. A third-party plugin imports from here and from
 from memory_orchestrator.ports.backend import (
     AsyncLifecycle,
     BackendFactory,
+    BulkLinker,
     BulkWriter,
     MemoryBackend,
     RankedNeighbors,
     ScorerFactory,
     VersionedStore,
+    link_all,
     remember_all,
 )
 from memory_orchestrator.ports.channels import (
@@ -88,6 +90,7 @@ __all__ = [
     "BackendHealth",
     "BackendRejected",
     "BackendUnavailable",
+    "BulkLinker",
     "BulkWriter",
     "Capabilities",
     "Change",
@@ -130,6 +133,7 @@ __all__ = [
     "edge_strength",
     "ensure_utc",
     "format_timestamp",
+    "link_all",
     "parse_timestamp",
     "remember_all",
     "stores_vectors",

@@ -144,6 +144,17 @@ class BulkWriter(Protocol):
 
 
 @runtime_checkable
+class BulkLinker(Protocol):
+    """A backend that links many pairs in one write (``link_all`` uses it when it is there)."""
+
+    async def link_many(self, edges: Sequence[Edge]) -> list[Edge]:
+        """Create or replace ``edges`` in order, each as ``link`` would, all or none: every edge is
+        validated before anything is stored, and one between memories that are not both active
+        stores none of them (``NotFound``)."""
+        ...
+
+
+@runtime_checkable
 class RankedNeighbors(Protocol):
     """A backend whose ``capabilities.ranked_neighbors`` is true also has this method."""
 
@@ -189,6 +200,14 @@ async def remember_all(backend: MemoryBackend, memories: Sequence[NewMemory]) ->
     if backend.capabilities.bulk_writes and isinstance(backend, BulkWriter):
         return await backend.remember_many(memories)
     return [await backend.remember(memory) for memory in memories]
+
+
+async def link_all(backend: MemoryBackend, edges: Sequence[Edge]) -> list[Edge]:
+    """Link ``edges`` in order: the backend's bulk path when it offers one (all or none), else one by
+    one (a failure leaves the edges before it stored; the error is raised)."""
+    if isinstance(backend, BulkLinker):
+        return await backend.link_many(edges)
+    return [await backend.link(edge) for edge in edges]
 
 
 class BackendFactory(Protocol):

@@ -11,7 +11,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Any, Self
 
-from memory_orchestrator.ports.backend import MemoryBackend, remember_all
+from memory_orchestrator.ports.backend import MemoryBackend, link_all, remember_all
 from memory_orchestrator.ports.records import (
     BackendHealth,
     Capabilities,
@@ -74,6 +74,10 @@ class DelegatingBackend:
     async def link(self, edge: Edge) -> Edge:
         """Create an edge."""
         return await self.inner.link(edge)
+
+    async def link_many(self, edges: Sequence[Edge]) -> list[Edge]:
+        """Create edges: the inner backend's bulk path when it has one (all or none only then)."""
+        return await link_all(self.inner, edges)
 
     async def forget(self, memory_id: str) -> None:
         """Forget a memory."""

@@ -1,7 +1,8 @@
 """A backend decorator that calls back after every write, so caches over the store can be cleared.
 
-Every write method (``remember``, ``remember_many``, ``link``, ``forget``) calls ``on_write`` once it
-returns or fails (a failed write may still have changed the store); reads pass straight through.
+Every write method (``remember``, ``remember_many``, ``link``, ``link_many``, ``forget``) calls
+``on_write`` once it returns or fails (a failed write may still have changed the store); reads pass
+straight through.
 """
 
 from __future__ import annotations
@@ -38,6 +39,13 @@ class NotifyingBackend(DelegatingBackend):
         """A write: notifies."""
         try:
             return await super().link(edge)
+        finally:
+            self._on_write()
+
+    async def link_many(self, edges: Sequence[Edge]) -> list[Edge]:
+        """A write (the inner backend's bulk path when it has one): notifies."""
+        try:
+            return await super().link_many(edges)
         finally:
             self._on_write()
 

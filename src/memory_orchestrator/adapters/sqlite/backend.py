@@ -530,23 +530,43 @@ class SqliteBackend(AsyncLifecycle):
 
     async def link(self, edge: Edge) -> Edge:
         """Create or replace ``edge`` between two active memories."""
-        validate_edge(edge)
-        now = self._now()
-        stored = Edge(
-            edge.source, edge.target, EdgeType(edge.type), edge.weight, edge.metadata, edge.created_at or now
-        )
-        await self._write("link", lambda db: self._store_edge(db, stored, now))
+        [stored] = await self._link("link", [edge])
         return stored
 
-    async def _store_edge(self, db: aiosqlite.Connection, edge: Edge, now: datetime) -> None:
-        found = await active_records(db, [edge.source, edge.target])
-        for memory_id in (edge.source, edge.target):
+    async def link_many(self, edges: Sequence[Edge]) -> list[Edge]:
+        """``link`` each of ``edges`` in order, in one transaction: every edge is validated first, and
+        one between memories that are not both active stores none of them (``NotFound``)."""
+        return await self._link("link_many", edges) if edges else []
+
+    async def _link(self, operation: str, edges: Sequence[Edge]) -> list[Edge]:
+        for edge in edges:
+            validate_edge(edge)
+        now = self._now()
+        stored = [
+            Edge(
+                edge.source,
+                edge.target,
+                EdgeType(edge.type),
+                edge.weight,
+                edge.metadata,
+                edge.created_at or now,
+            )
+            for edge in edges
+        ]
+        await self._write(operation, lambda db: self._store_edges(db, stored, now))
+        return stored
+
+    async def _store_edges(self, db: aiosqlite.Connection, edges: list[Edge], now: datetime) -> None:
+        ends = list(dict.fromkeys(memory_id for edge in edges for memory_id in (edge.source, edge.target)))
+        found = await active_records(db, ends)
+        for memory_id in ends:
             if memory_id not in found:
                 raise NotFound(f"memory {memory_id} not found")
-        await graph.store_edge(db, edge)
-        if edge.type is EdgeType.SUPERSEDES:
-            detail = f"superseded by {edge.source}"
-            await writes.log_change(db, ChangeKind.SUPERSEDED, edge.target, stamp(now), detail)
+        for edge in edges:
+            await graph.store_edge(db, edge)
+            if edge.type is EdgeType.SUPERSEDES:
+                detail = f"superseded by {edge.source}"
+                await writes.log_change(db, ChangeKind.SUPERSEDED, edge.target, stamp(now), detail)
 
     async def forget(self, memory_id: str) -> None:
         """Soft-delete ``memory_id``; its edges and index entries disappear from reads."""
