@@ -20,6 +20,7 @@ from memory_orchestrator.adapters.sqlite import context, graph, retrieval, simil
 from memory_orchestrator.adapters.sqlite import vectors as vector_rows
 from memory_orchestrator.adapters.sqlite.batch import Batch, collector_paused, finish
 from memory_orchestrator.adapters.sqlite.batch_view import BatchView
+from memory_orchestrator.adapters.sqlite.checkpoints import Checkpointer
 from memory_orchestrator.adapters.sqlite.health import health_report
 from memory_orchestrator.adapters.sqlite.lexicon import Ahead
 from memory_orchestrator.adapters.sqlite.planner import EntityInputs, Helper, Planned, entity_inputs, plan
@@ -82,11 +83,10 @@ FIRST_BACKOFF_S = 0.05
 #: lookups and keyword search touch more index pages than that: at 100k memories a write's candidate
 #: query cost ~40% less CPU with 32-64 MiB. Allocated only as pages are read (it raises peak RSS).
 CACHE_KIB = 32768
-#: WAL pages a single write's commit lets accumulate before it checkpoints: SQLite's default (4 MB).
-WAL_PAGES = 1000
-#: ... and a batch's (about 4 MB by default): a batch of a few hundred memories dirties about that
-#: many pages, so each batch paid a checkpoint; with a larger WAL a page rewritten by several
-#: batches is copied back once. Above 20k memories every batch rewrites most of the keyword
+#: WAL pages a batch's commit lets accumulate before it checkpoints (a single write's never does:
+#: ``checkpoints.py``). With SQLite's default (1,000 pages, 4 MB) a batch of a few hundred memories
+#: dirtied about that many pages, so each batch paid a checkpoint; with a larger WAL a page rewritten
+#: by several batches is copied back once. Above 20k memories every batch rewrites most of the keyword
 #: postings' pages: 65,536 pages (256 MB) rather than 16,384 took a 100k import's commits and
 #: checkpoints from 14.2-14.9 s to 11.0-11.6 s (four pairs), for a WAL of ~340 MB at its end
 #: instead of ~125 MB (the single writes after it were as fast); its longest batch, checkpoint
@@ -170,6 +170,8 @@ class SqliteBackend(AsyncLifecycle):
         self._version: CommitCounter | None = None
         #: Plans large batches' links on a second core (``planner.py``), started at the first one.
         self._helper = Helper(enabled=bulk_helper)
+        #: Checkpoints the WAL after single writes, in the background (``checkpoints.py``).
+        self._checkpoints = Checkpointer(partial(self._connect_plain, check_same_thread=True))
 
     @property
     def capabilities(self) -> Capabilities:
@@ -269,6 +271,7 @@ class SqliteBackend(AsyncLifecycle):
             self._version = None
         if self._writer is not None:
             await asyncio.to_thread(self._close_writer)
+        await asyncio.to_thread(self._checkpoints.close)
         if self._helper.process is not None:
             await asyncio.to_thread(self._helper.close)
         self._rowids = writes.RowIds()  # reopened, the path may name another file
@@ -316,8 +319,10 @@ class SqliteBackend(AsyncLifecycle):
                 return await asyncio.to_thread(function, argument)
 
     def _write_now(self, work: Work[T]) -> T:
-        with self._writer_lock, self._writer_transaction(WAL_PAGES) as db:
-            return run_to_end(work(db))
+        with self._writer_lock, self._writer_transaction(0) as db:
+            done = run_to_end(work(db))
+        self._checkpoints.request()  # committed: its pages go back to the store in the background
+        return done
 
     def _check_writable(self, operation: str) -> None:
         if self.read_only:
@@ -377,9 +382,10 @@ class SqliteBackend(AsyncLifecycle):
 
     @contextmanager
     def _writer_transaction(self, wal_pages: int) -> Iterator[aiosqlite.Connection]:
-        """One immediate transaction on the write connection (opened at the first write), in the
-        calling worker thread, with ``_writer_lock`` held: writes run one at a time, each on some
-        worker thread, and the connection is reused across threads. It is a ``SyncConnection``:
+        """One immediate transaction on the write connection (opened at the first write), whose commit
+        checkpoints the WAL once it holds ``wal_pages`` pages (0: never), in the calling worker
+        thread, with ``_writer_lock`` held: writes run one at a time, each on some worker thread,
+        and the connection is reused across threads. It is a ``SyncConnection``:
         every statement runs at once, so the write code (the same coroutines as on aiosqlite) is
         driven to its end by ``run_to_end``, without an event loop. The connection is dropped after
         an SQLite error other than a constraint's, in case the failure was the connection's."""
