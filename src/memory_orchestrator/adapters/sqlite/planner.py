@@ -401,11 +401,12 @@ class _HelperPlanner:
             )
             self._rows = None
 
-    def _arrived(self, index: int) -> bool:
-        # whether the helper's read of text number ``index`` is in, taking what answers came
+    def _arrived(self, index: int, *, wait: bool = False) -> bool:
+        # whether the helper's read of text number ``index`` is in, taking the answers that came (or,
+        # with ``wait``, waiting for them)
         prepared = self._prepared
         while index >= len(prepared) and len(prepared) < self._texts:
-            answer = self._helper.answer(wait=False)
+            answer = self._helper.answer(wait=wait)
             if answer is None or not self._take(answer):
                 break
         return index < len(prepared)
@@ -471,10 +472,7 @@ class _HelperPlanner:
         does not give is planned here."""
         self.flush()
         helper = self._helper
-        while len(self._prepared) < self._texts:
-            answer = helper.answer()
-            if answer is None or not self._take(answer):
-                break
+        self._arrived(self._texts - 1, wait=True)
         starts = [0, *accumulate(self._sizes)]
         front, back = 0, len(self._sizes)
         here: dict[int, list[Planned]] = {}
