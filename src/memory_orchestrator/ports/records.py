@@ -137,6 +137,13 @@ class Edge:
     def __post_init__(self) -> None:
         object.__setattr__(self, "metadata", _frozen(self.metadata))
 
+    def stamped(self, now: datetime) -> Edge:
+        """The edge as a backend stores it: its type an ``EdgeType`` (a plain string is taken too), made
+        ``now`` unless it says when."""
+        return Edge(
+            self.source, self.target, EdgeType(self.type), self.weight, self.metadata, self.created_at or now
+        )
+
 
 def automatic_edge(
     source: str, target: str, type: EdgeType, weight: float, metadata: Mapping[str, str], at: datetime

@@ -229,14 +229,7 @@ class McpKgBackend(AsyncLifecycle):
                 if memory_id not in snap.records:
                     raise NotFound(f"memory {memory_id} not found")
             now = ensure_utc(self.clock.now())
-            stored = Edge(
-                edge.source,
-                edge.target,
-                EdgeType(edge.type),
-                edge.weight,
-                edge.metadata,
-                edge.created_at or now,
-            )
+            stored = edge.stamped(now)
             changes = []
             if stored.type is EdgeType.SUPERSEDES:
                 detail = f"superseded by {stored.source}"

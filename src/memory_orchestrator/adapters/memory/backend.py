@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 from collections import Counter
 from collections.abc import Collection, Sequence
-from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -194,7 +193,7 @@ class InMemoryBackend(AsyncLifecycle):
             if not self.state.is_active(memory_id):
                 raise NotFound(f"memory {memory_id} not found")
         now = ensure_utc(self.clock.now())
-        stored = replace(edge, type=EdgeType(edge.type), created_at=edge.created_at or now)
+        stored = edge.stamped(now)
         self.state.store_edge(stored)
         if stored.type is EdgeType.SUPERSEDES:
             detail = f"superseded by {stored.source}"

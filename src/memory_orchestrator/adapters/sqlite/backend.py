@@ -548,17 +548,7 @@ class SqliteBackend(AsyncLifecycle):
         for edge in edges:
             validate_edge(edge)
         now = self._now()
-        stored = [
-            Edge(
-                edge.source,
-                edge.target,
-                EdgeType(edge.type),
-                edge.weight,
-                edge.metadata,
-                edge.created_at or now,
-            )
-            for edge in edges
-        ]
+        stored = [edge.stamped(now) for edge in edges]
         await self._write(operation, lambda db: self._store_edges(db, stored, now))
         return stored
 
