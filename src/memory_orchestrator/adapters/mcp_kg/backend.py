@@ -220,21 +220,32 @@ class McpKgBackend(AsyncLifecycle):
 
     async def link(self, edge: Edge) -> Edge:
         """Store a typed, weighted edge between two active memories in the sidecar."""
-        validate_edge(edge)
+        [stored] = await self.link_many([edge])
+        return stored
+
+    async def link_many(self, edges: Sequence[Edge]) -> list[Edge]:
+        """``link`` each of ``edges`` in order, in one write of the sidecar, all or none: every edge
+        is checked before any is stored."""
+        for edge in edges:
+            validate_edge(edge)
+        if not edges:
+            return []
         if not self._opened:
             await self.open()
         async with self._mutex, writer_lock(self.lock_path, self.lock_timeout_s):
             snap = await self._refresh(locked=True)
-            for memory_id in (edge.source, edge.target):
-                if memory_id not in snap.records:
-                    raise NotFound(f"memory {memory_id} not found")
+            for edge in edges:
+                for memory_id in (edge.source, edge.target):
+                    if memory_id not in snap.records:
+                        raise NotFound(f"memory {memory_id} not found")
             now = ensure_utc(self.clock.now())
-            stored = edge.stamped(now)
-            changes = []
-            if stored.type is EdgeType.SUPERSEDES:
-                detail = f"superseded by {stored.source}"
-                changes.append(Change(ChangeKind.SUPERSEDED, stored.target, now, detail=detail))
-            self.sidecar.write(edges=[stored], changes=changes)
+            stored = [edge.stamped(now) for edge in edges]
+            changes = [
+                Change(ChangeKind.SUPERSEDED, edge.target, now, detail=f"superseded by {edge.source}")
+                for edge in stored
+                if edge.type is EdgeType.SUPERSEDES
+            ]
+            self.sidecar.write(edges=stored, changes=changes)
         return stored
 
     async def forget(self, memory_id: str) -> None:

@@ -217,7 +217,7 @@ class Sidecar:
         """Insert or replace rows and edges, mark memories forgotten and log changes, in one transaction.
 
         A non-``supersedes`` edge replaces the same pair stored the other way round (edges are
-        symmetric for traversal).
+        symmetric for traversal), an earlier edge of the same write included.
         """
         edges, forgotten = list(edges), list(forgotten)
         edge_rows = [
@@ -231,12 +231,15 @@ class Sidecar:
                     "INSERT OR REPLACE INTO memories VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     [_row_values(row) for row in rows],
                 )
-                for source, target, kind, *_ in edge_rows:
+                # in order, as the cache applies them (_remember): a later edge replaces an earlier
+                # one of the same pair stored the other way round
+                for edge_row in edge_rows:
+                    source, target, kind = edge_row[:3]
                     if kind != EdgeType.SUPERSEDES.value:
                         self.db.execute(
                             "DELETE FROM edges WHERE source=? AND target=? AND type=?", (target, source, kind)
                         )
-                self.db.executemany("INSERT OR REPLACE INTO edges VALUES (?,?,?,?,?,?)", edge_rows)
+                    self.db.execute("INSERT OR REPLACE INTO edges VALUES (?,?,?,?,?,?)", edge_row)
                 self.db.executemany(
                     "UPDATE memories SET forgotten_at=? WHERE id=?",
                     [(at.isoformat(), memory_id) for memory_id, at in forgotten],

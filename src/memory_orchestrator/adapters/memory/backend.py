@@ -188,16 +188,28 @@ class InMemoryBackend(AsyncLifecycle):
     async def link(self, edge: Edge) -> Edge:
         """Create or replace ``edge`` between two active memories."""
         await self._enter("link", edge)
-        validate_edge(edge)
-        for memory_id in (edge.source, edge.target):
-            if not self.state.is_active(memory_id):
-                raise NotFound(f"memory {memory_id} not found")
+        [stored] = self._store_edges([edge])
+        return stored
+
+    async def link_many(self, edges: Sequence[Edge]) -> list[Edge]:
+        """``link`` each of ``edges`` in order, all or none: every edge is checked before any is stored."""
+        await self._enter("link_many", edges)
+        return self._store_edges(edges)
+
+    def _store_edges(self, edges: Sequence[Edge]) -> list[Edge]:
+        for edge in edges:
+            validate_edge(edge)
+        for edge in edges:
+            for memory_id in (edge.source, edge.target):
+                if not self.state.is_active(memory_id):
+                    raise NotFound(f"memory {memory_id} not found")
         now = ensure_utc(self.clock.now())
-        stored = edge.stamped(now)
-        self.state.store_edge(stored)
-        if stored.type is EdgeType.SUPERSEDES:
-            detail = f"superseded by {stored.source}"
-            self.change_log.append(Change(ChangeKind.SUPERSEDED, stored.target, now, detail=detail))
+        stored = [edge.stamped(now) for edge in edges]
+        for edge in stored:
+            self.state.store_edge(edge)
+            if edge.type is EdgeType.SUPERSEDES:
+                detail = f"superseded by {edge.source}"
+                self.change_log.append(Change(ChangeKind.SUPERSEDED, edge.target, now, detail=detail))
         return stored
 
     async def forget(self, memory_id: str) -> None:

@@ -104,6 +104,10 @@ class Neo4jBackend(AsyncLifecycle):
         """Create or replace a typed edge between two active memories."""
         return await self._writer.link(edge)
 
+    async def link_many(self, edges: Sequence[Edge]) -> list[Edge]:
+        """Create or replace typed edges in one transaction, all or none."""
+        return await self._writer.link_many(edges)
+
     async def forget(self, memory_id: str) -> None:
         """Soft-delete a memory (``NotFound`` when unknown or already forgotten)."""
         await self._writer.forget(memory_id)

@@ -170,8 +170,37 @@ class MemoryWriter:
 
     async def link(self, edge: Edge) -> Edge:
         """Create or replace ``edge``; ``supersedes`` also marks the target as replaced."""
-        validate_edge(edge)
+        [stored] = await self.link_many([edge])
+        return stored
+
+    async def link_many(self, edges: Sequence[Edge]) -> list[Edge]:
+        """``link`` each of ``edges`` in order, in one transaction: every edge is validated first, and
+        one between memories that are not both active rolls them all back (``NotFound``)."""
+        for edge in edges:
+            validate_edge(edge)
+        if not edges:
+            return []
         now = datetime.now(UTC)
+        steps = [self._link_step(edge, now) for edge in edges]
+
+        async def work(tx: Any) -> None:
+            for stored, replacing, supersede in steps:
+                if not await (await tx.run(cypher.REPLACE_EDGE, replacing)).data():
+                    ids = (stored.source, stored.target)
+                    rows = await (
+                        await tx.run(cypher.ACTIVE_IDS, uids=[uid(self.store, item) for item in ids])
+                    ).data()
+                    active = {row["id"] for row in rows}
+                    missing = [item for item in ids if item not in active]
+                    raise NotFound(f"unknown or forgotten memory id(s): {', '.join(missing or ids)}")
+                if stored.type is EdgeType.SUPERSEDES:
+                    await (await tx.run(cypher.MARK_SUPERSEDED, supersede)).consume()
+
+        await self.runner.write_tx(work)
+        return [stored for stored, _, _ in steps]
+
+    def _link_step(self, edge: Edge, now: datetime) -> tuple[Edge, dict[str, Any], dict[str, Any]]:
+        # the edge as stored, the parameters of its REPLACE_EDGE and of its MARK_SUPERSEDED
         stored = Edge(
             edge.source,
             edge.target,
@@ -197,22 +226,7 @@ class MemoryWriter:
             "seq": next_sequence(),
             "written_at": micros(now),
         }
-
-        async def work(tx: Any) -> bool:
-            linked = await (await tx.run(cypher.REPLACE_EDGE, replace)).data()
-            if linked and stored.type is EdgeType.SUPERSEDES:
-                await (await tx.run(cypher.MARK_SUPERSEDED, supersede)).consume()
-            return bool(linked)
-
-        if not await self.runner.write_tx(work):
-            await self._raise_missing((stored.source, stored.target))
-        return stored
-
-    async def _raise_missing(self, ids: tuple[str, ...]) -> None:
-        rows = await self.runner.read(cypher.ACTIVE_IDS, uids=[uid(self.store, item) for item in ids])
-        active = {row["id"] for row in rows}
-        missing = [item for item in ids if item not in active]
-        raise NotFound(f"unknown or forgotten memory id(s): {', '.join(missing or ids)}")
+        return stored, replace, supersede
 
     async def forget(self, memory_id: str) -> None:
         """Soft-delete ``memory_id``; its edges disappear from traversal with it."""
