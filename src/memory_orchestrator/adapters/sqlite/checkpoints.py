@@ -18,7 +18,8 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+
+from memory_orchestrator.adapters.sqlite.own_thread import ThreadConnection
 
 LOG = logging.getLogger(__name__)
 
@@ -28,10 +29,8 @@ class Checkpointer:
     when asked: at most one checkpoint runs and one more waits, whatever the number of requests."""
 
     def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
-        self._connect = connect
+        self._own = ThreadConnection(connect, "sqlite-checkpoint")
         self._lock = threading.Lock()
-        self._thread: ThreadPoolExecutor | None = None
-        self._connection: sqlite3.Connection | None = None
         #: A checkpoint is asked for and has not started yet.
         self._waiting = False
         #: Checkpoints run so far (for tests and benchmarks).
@@ -42,35 +41,25 @@ class Checkpointer:
         with self._lock:
             if self._waiting:
                 return
-            if self._thread is None:
-                self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-checkpoint")
             self._waiting = True
-            self._thread.submit(self._checkpoint)
+            self._own.submit(self._checkpoint)
 
     def _checkpoint(self) -> None:
         with self._lock:
             self._waiting = False
         try:
-            if self._connection is None:
-                self._connection = self._connect()
-            self._connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            self._own.using(
+                lambda connection: connection.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            )
             self.runs += 1
-        except sqlite3.Error as exc:
-            # the connection may be what failed: the next request opens another and tries again
+        except sqlite3.Error as exc:  # the connection was dropped: the next request tries again
             LOG.debug("background checkpoint failed: %s", exc)
-            self._close_now()
-
-    def _close_now(self) -> None:
-        connection, self._connection = self._connection, None
-        if connection is not None:
-            connection.close()
 
     def close(self) -> None:
         """Let the checkpoints asked for finish, close the connection and stop the thread (blocking:
         call it from a worker thread)."""
         with self._lock:
-            thread, self._thread = self._thread, None
             self._waiting = False
-        if thread is not None:
-            thread.submit(self._close_now).result()
-            thread.shutdown(wait=True)
+            closed = self._own.close()
+        if closed is not None:
+            closed.result()

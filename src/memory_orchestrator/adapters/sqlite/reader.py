@@ -15,11 +15,12 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import TypeVar, cast
 
 import aiosqlite
 
+from memory_orchestrator.adapters.sqlite.own_thread import ThreadConnection
 from memory_orchestrator.adapters.sqlite.sync_db import SyncConnection, Work, run_to_end
 from memory_orchestrator.adapters.sqlite.transactions import transaction
 
@@ -30,33 +31,20 @@ class Reader:
     """One connection opened by ``connect`` at the first read, used only from its own thread."""
 
     def __init__(self, connect: Callable[[], sqlite3.Connection]) -> None:
-        self._connect = connect
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-read")
-        self._connection: sqlite3.Connection | None = None
+        self._own = ThreadConnection(connect, "sqlite-read")
 
     async def run(self, read: Work[T]) -> T:
         """The result of ``read`` on the connection, in the reader thread."""
-        return await asyncio.get_running_loop().run_in_executor(self._thread, self._now, read)
-
-    def _now(self, read: Work[T]) -> T:
-        try:
-            connection = self._connection
-            if connection is None:
-                connection = self._connection = self._connect()
-            with transaction(connection, lambda: connection.execute("BEGIN")):
-                return run_to_end(read(cast(aiosqlite.Connection, SyncConnection(connection))))
-        except sqlite3.Error:
-            # the connection may be what failed (a file replaced, an I/O error): the next read opens
-            # a fresh one
-            self._close_now()
-            raise
-
-    def _close_now(self) -> None:
-        connection, self._connection = self._connection, None
-        if connection is not None:
-            connection.close()
+        return await asyncio.wrap_future(self._own.submit(partial(self._own.using, partial(_read, read))))
 
     async def aclose(self) -> None:
         """Close the connection after the reads already asked for, and stop the thread."""
-        await asyncio.get_running_loop().run_in_executor(self._thread, self._close_now)
-        self._thread.shutdown(wait=False)
+        closed = self._own.close()
+        if closed is not None:
+            await asyncio.wrap_future(closed)
+
+
+def _read(read: Work[T], connection: sqlite3.Connection) -> T:
+    # one read transaction: every statement of the read sees the store as of one moment
+    with transaction(connection, lambda: connection.execute("BEGIN")):
+        return run_to_end(read(cast(aiosqlite.Connection, SyncConnection(connection))))
