@@ -25,6 +25,7 @@ from mcp.server.mcpserver.context import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata
+from mcp.server.stdio import stdio_server
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import ConfigDict
 from starlette.requests import Request
@@ -46,6 +47,7 @@ from memory_orchestrator.entrypoints.mcp.http_limits import (
     RequestLimitsMiddleware,
     header_timeout_protocol,
 )
+from memory_orchestrator.entrypoints.mcp.pipes import event_loop_stdio
 from memory_orchestrator.entrypoints.mcp.schemas import validate_input
 from memory_orchestrator.entrypoints.mcp.state import (
     ServerOptions,
@@ -350,7 +352,15 @@ async def serve_stdio(
     loop = asyncio.get_running_loop()
     timer = loop.call_later(warm_up_after_s, warm_up) if warm_up is not None else None
     try:
-        await server.run_stdio_async()
+        async with event_loop_stdio() as pipes:
+            if pipes is None:
+                await server.run_stdio_async()
+                return
+            # the SDK's stdio transport over the loop's pipes (pipes.py); what run_stdio_async runs
+            lines, writer = pipes
+            async with stdio_server(cast(Any, lines), cast(Any, writer)) as (read_stream, write_stream):
+                lowlevel = server._lowlevel_server
+                await lowlevel.run(read_stream, write_stream, lowlevel.create_initialization_options())
     finally:
         if timer is not None:
             timer.cancel()
