@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 import pytest
 
-from memory_orchestrator.evaluation.transports import bare_over_http, load
+from memory_orchestrator.evaluation.transports import bare_http, interleaved, load
 from memory_orchestrator.ports import BackendUnavailable
 
 OK = b'{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":false}}'
@@ -89,11 +89,32 @@ async def test_answers_sized_or_chunked_on_one_connection_and_every_kind_of_fail
 @pytest.mark.parametrize("failure", [TOOL_ERROR, RPC_ERROR])
 async def test_the_bare_sequential_calls_time_answers_and_stop_at_a_failed_one(failure: bytes) -> None:
     calls = [{"query": "a"}, {"query": "b"}, {"query": "c"}]
-    async with stub([_sized(OK), _chunked(OK), _sized(OK)]) as (base, requests, connections):
-        times = await bare_over_http(base, calls, warmup=1)
+    async with (
+        stub([_sized(OK), _chunked(OK), _sized(OK)]) as (base, requests, connections),
+        bare_http(base) as call,
+    ):
+        times = (await interleaved({"bare": call}, calls, warmup=1))["bare"]
     assert len(times) == 2 and all(ms > 0 for ms in times)  # the first call was the warm-up
     assert [request["params"]["arguments"] for request in requests] == calls  # type: ignore[index]
     assert connections == [1]
-    async with stub([_sized(OK), _sized(failure)]) as (base, _, _):
+    async with stub([_sized(OK), _sized(failure)]) as (base, _, _), bare_http(base) as call:
         with pytest.raises(BackendUnavailable, match="memory_search over HTTP failed"):
-            await bare_over_http(base, calls, warmup=0)
+            await interleaved({"bare": call}, calls, warmup=0)
+
+
+@pytest.mark.anyio
+async def test_interleaved_calls_make_each_call_on_every_path_the_first_path_moving_on() -> None:
+    made: list[tuple[str, int]] = []
+
+    def path(name: str) -> Callable[[int, dict[str, object]], Awaitable[None]]:
+        async def call(position: int, _arguments: dict[str, object]) -> None:
+            made.append((name, position))
+
+        return call
+
+    times = await interleaved({"a": path("a"), "b": path("b"), "c": path("c")}, [{}] * 4, warmup=1)
+    assert made == [
+        ("a", 0), ("b", 0), ("c", 0), ("b", 1), ("c", 1), ("a", 1),
+        ("c", 2), ("a", 2), ("b", 2), ("a", 3), ("b", 3), ("c", 3),
+    ]  # fmt: skip
+    assert {name: len(values) for name, values in times.items()} == {"a": 3, "b": 3, "c": 3}

@@ -16,6 +16,7 @@ import resource
 import sys
 import time
 from collections.abc import Callable, Coroutine, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
@@ -231,10 +232,10 @@ async def _measure_writes(orchestrator: Orchestrator, config: BenchConfig, sampl
 async def _measure_transports(
     size: int,
     backend: MemoryBackend,
-    orchestrator: Orchestrator,
     dataset: Dataset,
     config: BenchConfig,
     progress: RunProgress,
+    make_backend: BackendMaker,
 ) -> dict[str, Any] | None:
     """``memory_search`` in process, over stdio and over HTTP (the same calls), then HTTP load."""
     store_file = getattr(backend, "path", None)
@@ -245,42 +246,43 @@ async def _measure_transports(
     calls: list[dict[str, Any]] = [
         {"query": query.query, "top_k": config.top_k, "expand": False} for query in dataset.queries
     ]
-    in_process = []
-    for position, query in enumerate(dataset.queries):
-        request = SearchRequest(query.query, top_k=config.top_k, expand=False)
-        elapsed, _ = await _timed_ms(orchestrator.search(request))
-        if position >= config.warmup:
-            in_process.append(elapsed)
-    progress.stage(f"MCP transports at {size}", 2 + len(config.load_clients))
-    stdio = await transports.over_stdio(store_file, calls, config.warmup)
-    stdio_bare = await transports.bare_over_stdio(store_file, calls, config.warmup)
+    progress.stage(f"MCP transports at {size}", 1 + len(config.load_clients))
+    # Every path starts as cold as the others: the in-process calls go to a backend opened now on
+    # the same file (the bench's own orchestrator has just run these queries), and each server is a
+    # process of its own, so no path answers from another's cached reads. The calls are interleaved.
+    async with AsyncExitStack() as paths:
+        fresh = await paths.enter_async_context(make_backend(f"bench-{size}"))
+        in_process = Orchestrator(fresh, config=config.pipeline)
+
+        async def in_process_call(_position: int, arguments: dict[str, Any]) -> None:
+            await in_process.search(SearchRequest(arguments["query"], top_k=arguments["top_k"], expand=False))
+
+        bare_base = await paths.enter_async_context(transports.http_server(store_file))
+        sdk_base = await paths.enter_async_context(transports.http_server(store_file))
+        callers = {
+            "in_process": in_process_call,
+            "stdio": await paths.enter_async_context(transports.sdk_stdio(store_file)),
+            "http": await paths.enter_async_context(transports.sdk_http(sdk_base)),
+            # the same requests written and their answers read as bytes: without the SDK client's own
+            # work on each answer
+            "stdio_bare": await paths.enter_async_context(transports.bare_stdio(store_file)),
+            "http_bare": await paths.enter_async_context(transports.bare_http(bare_base)),
+        }
+        times = await transports.interleaved(callers, calls, config.warmup)
     progress.advance()
-    # a server of its own, so that neither run is answered from the other's cached reads
-    async with transports.http_server(store_file) as base:
-        http_bare = await transports.bare_over_http(base, calls, config.warmup)
     levels = []
     async with transports.http_server(store_file, workers=config.http_workers) as base:
-        http = await transports.over_http(base, calls, config.warmup)
-        progress.advance()
         for clients in config.load_clients:
             level = await transports.load(base, calls, clients=clients, seconds=config.load_seconds)
             levels.append({**level, "latency_ms": stats(level.pop("latencies"))})
             progress.advance()
-    # "stdio"/"http": through the MCP SDK's client; "*_bare": the same requests written and their
-    # answers read as bytes, so the difference is the SDK client's own work on each answer
-    paths = {
-        "in_process": stats(in_process),
-        "stdio": stats(stdio),
-        "http": stats(http),
-        "stdio_bare": stats(stdio_bare),
-        "http_bare": stats(http_bare),
-    }
-    base_p50 = paths["in_process"]["p50"]
+    measured = {path: stats(values) for path, values in times.items()}
+    base_p50 = measured["in_process"]["p50"]
     return {
         "http_workers": config.http_workers,
-        "memory_search_ms": paths,
+        "memory_search_ms": measured,
         "added_p50_ms": {
-            path: round(paths[path]["p50"] - base_p50, 3) for path in paths if path != "in_process"
+            path: round(cell["p50"] - base_p50, 3) for path, cell in measured.items() if path != "in_process"
         },
         "http_load": levels,
     }
@@ -301,7 +303,7 @@ async def bench_size(
         samples = await _measure_reads(dataset, backend, timer, orchestrator, config, progress)
         await _measure_writes(orchestrator, config, samples)
         health = await backend.health()
-        transports = await _measure_transports(size, backend, orchestrator, dataset, config, progress)
+        transports = await _measure_transports(size, backend, dataset, config, progress, make_backend)
     return {
         "size": size,
         "memories": report.written,

@@ -97,7 +97,9 @@ def _transport_lines(document: Mapping[str, Any]) -> list[str]:
                 "",
                 "stdio and http: through the MCP SDK's client; *_bare: the same requests written and "
                 "their answers read as bytes, without the SDK client's parsing and output-schema "
-                "validation (what the transport and the server add).",
+                "validation (what the transport and the server add). in_process: a backend opened for "
+                "these calls on the same file, as cold as each server; every call is made on every "
+                "path in turn before the next.",
             ]
         lines += [
             "",

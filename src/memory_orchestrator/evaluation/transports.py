@@ -1,9 +1,10 @@
 """The MCP transports in the benchmark: the same calls over stdio and streamable HTTP, and HTTP load.
 
-A real ``orchestrator serve`` process (the console script beside this interpreter) serves the store
-the in-process measurement just used, so the difference between the two is what the transport and
-the server add. Load: ``clients`` concurrent loops posting ``memory_search`` for a fixed time each
-(stateless JSON-RPC over HTTP, loopback only); calls/s, p50/p95 and errors per level.
+Real ``orchestrator serve`` processes (the console script beside this interpreter) serve the store
+the in-process measurement uses, and :func:`interleaved` makes each call on every path in turn, so
+the difference between a path and the call in process is what the transport and the server add,
+measured at the same moments. Load: ``clients`` concurrent loops posting ``memory_search`` for a
+fixed time each (stateless JSON-RPC over HTTP, loopback only); calls/s, p50/p95 and errors per level.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -54,40 +55,49 @@ def server_environment(store_file: Path) -> dict[str, str]:
     return env
 
 
-async def time_calls(client: Client, calls: Sequence[dict[str, Any]], warmup: int) -> list[float]:
-    """Milliseconds of each ``memory_search`` call after the first ``warmup`` ones."""
+#: One ``memory_search`` call on some path: ``(position, arguments)``; raises when the call failed.
+Caller = Callable[[int, dict[str, Any]], Awaitable[None]]
 
+
+def _sdk_caller(client: Client) -> Caller:
     async def call(_position: int, arguments: dict[str, Any]) -> None:
         result = await client.call_tool("memory_search", arguments)
         if result.is_error:
             raise BackendUnavailable(f"memory_search over MCP failed: {result.content}", backend="mcp")
 
-    return await _timed(calls, warmup, call)
+    return call
 
 
-async def _timed(
-    calls: Sequence[dict[str, Any]], warmup: int, call: Callable[[int, dict[str, Any]], Awaitable[None]]
-) -> list[float]:
-    """Milliseconds of ``call(position, arguments)`` (raising when the call failed) for each of
-    ``calls`` in turn, after the first ``warmup`` ones."""
-    times: list[float] = []
+async def interleaved(
+    callers: Mapping[str, Caller], calls: Sequence[dict[str, Any]], warmup: int
+) -> dict[str, list[float]]:
+    """Milliseconds of each of ``calls`` on every path of ``callers``, after the first ``warmup``
+    calls. Each call is made on every path in turn before the next (the path that goes first moves
+    on by one from call to call), so that on a shared machine every path meets the same moments:
+    measured one path after the other, a quiet minute for one and a busy one for the next made the
+    differences between them noise."""
+    names = list(callers)
+    times: dict[str, list[float]] = {name: [] for name in names}
     for position, arguments in enumerate(calls):
-        started = time.perf_counter()
-        await call(position, arguments)
-        if position >= warmup:
-            times.append((time.perf_counter() - started) * 1000.0)
+        shift = position % len(names)
+        for name in names[shift:] + names[:shift]:
+            started = time.perf_counter()
+            await callers[name](position, arguments)
+            if position >= warmup:
+                times[name].append((time.perf_counter() - started) * 1000.0)
     return times
 
 
-async def over_stdio(store_file: Path, calls: Sequence[dict[str, Any]], warmup: int) -> list[float]:
-    """The calls through a stdio server process."""
+@asynccontextmanager
+async def sdk_stdio(store_file: Path) -> AsyncIterator[Caller]:
+    """Calls through a stdio server process (the MCP SDK's client)."""
     params = StdioServerParameters(
         command=orchestrator_command(), args=["serve"], env=server_environment(store_file)
     )
     errlog = await asyncio.to_thread(open, os.devnull, "w")
     try:
         async with Client(stdio_client(params, errlog=errlog)) as client:
-            return await time_calls(client, calls, warmup)
+            yield _sdk_caller(client)
     finally:
         errlog.close()
 
@@ -120,8 +130,9 @@ def _answered(data: bytes) -> bool:
     return b'"result"' in data and b'"isError":true' not in data
 
 
-async def bare_over_stdio(store_file: Path, calls: Sequence[dict[str, Any]], warmup: int) -> list[float]:
-    """The calls through a stdio server process, as JSON lines this process writes and reads without
+@asynccontextmanager
+async def bare_stdio(store_file: Path) -> AsyncIterator[Caller]:
+    """Calls through a stdio server process, as JSON lines this process writes and reads without
     parsing them: what the transport and the server add to a call, without the SDK client's own work
     (its HTTP or stream plumbing, result models and output-schema validation of every answer, ~6 ms
     of a call over HTTP on the slow machine of the README's performance notes)."""
@@ -158,16 +169,17 @@ async def bare_over_stdio(store_file: Path, calls: Sequence[dict[str, Any]], war
         async with asyncio.timeout(READY_TIMEOUT_S):
             await exchange(json.dumps(_INITIALIZE).encode(), b'"init"')
         stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-        return await _timed(calls, warmup, call)
+        yield call
     finally:
         if process.returncode is None:
             process.terminate()
         await process.wait()
 
 
-async def bare_over_http(base: str, calls: Sequence[dict[str, Any]], warmup: int) -> list[float]:
-    """The calls posted one after another on one keep-alive connection, answers read as bytes (see
-    :func:`bare_over_stdio` for why)."""
+@asynccontextmanager
+async def bare_http(base: str) -> AsyncIterator[Caller]:
+    """Calls posted one after another on one keep-alive connection, answers read as bytes (see
+    :func:`bare_stdio` for why)."""
     host, port = _address(base)
     connection = await _Connection.open(host, port)
 
@@ -178,7 +190,7 @@ async def bare_over_http(base: str, calls: Sequence[dict[str, Any]], warmup: int
             raise BackendUnavailable(f"memory_search over HTTP failed: {data[:300]!r}", backend="mcp")
 
     try:
-        return await _timed(calls, warmup, call)
+        yield call
     finally:
         connection.close()
 
@@ -223,12 +235,13 @@ async def _wait_ready(process: subprocess.Popen[bytes], url: str) -> None:
     raise BackendUnavailable("the benchmark's HTTP server did not become ready", backend="mcp")
 
 
-async def over_http(base: str, calls: Sequence[dict[str, Any]], warmup: int) -> list[float]:
-    """The calls through the streamable HTTP server (the MCP SDK's client)."""
+@asynccontextmanager
+async def sdk_http(base: str) -> AsyncIterator[Caller]:
+    """Calls through the streamable HTTP server at ``base`` (the MCP SDK's client)."""
     async with httpx2.AsyncClient(timeout=30.0) as http:  # the MCP SDK's own HTTP client
         transport = streamable_http_client(f"{base}/mcp", http_client=http, terminate_on_close=False)
         async with Client(transport) as client:
-            return await time_calls(client, calls, warmup)
+            yield _sdk_caller(client)
 
 
 async def load(base: str, calls: Sequence[dict[str, Any]], *, clients: int, seconds: float) -> dict[str, Any]:
