@@ -8,22 +8,22 @@ are pipes or sockets (how an MCP client starts a server), :func:`event_loop_stdi
 transport streams the loop's own pipe transports instead: a line is split out of what the loop read
 when its data arrived, and a write goes straight into the pipe (buffered, with the SDK's flush
 waiting until the pipe took all of it). Anything else (a terminal, a file) keeps the SDK's
-threaded files.
+threaded files, and so does Windows.
 
 As the SDK does, the transport takes the two descriptors for itself: while it serves, descriptor 0
 reads the null device and descriptor 1 writes to stderr, so a stray ``print`` or a child process
 cannot write into the protocol; both come back (blocking again) when it stops. A line ends at
 ``\\n`` (the MCP stdio framing; a ``\\r`` before it is JSON whitespace) and may be of any length,
-as with the SDK; the reader stops reading the pipe while a line is waiting for the server
-(``READ_CHUNK`` at most is buffered beyond it).
+as with the SDK; while lines wait for the server, the pipe is read no further than a few
+``READ_CHUNK`` beyond them.
 """
 
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import os
 import stat
+import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from typing import IO
@@ -93,7 +93,7 @@ async def event_loop_stdio() -> AsyncIterator[tuple[PipeLines, PipeWriter] | Non
     """Stdin's lines and a writer to stdout on the running loop's pipe transports, while the two
     descriptors are diverted (see the module); ``None`` when either is not a pipe or a socket, or
     cannot be taken (the SDK's own stdio then serves)."""
-    if not (is_pipe(0) and is_pipe(1)):
+    if sys.platform == "win32" or not (is_pipe(0) and is_pipe(1)):
         yield None
         return
     loop = asyncio.get_running_loop()
@@ -138,8 +138,11 @@ async def _take_pipes(
 ) -> tuple[PipeLines, PipeWriter] | None:
     """Divert descriptors 0 and 1 and serve their private duplicates on ``loop`` (everything taken
     is added to the three lists, for the caller to give back); ``None`` when the system refuses."""
+    import fcntl  # POSIX only, as the event loop's pipe transports are
+
     try:
-        for fd, diversion in ((0, os.open(os.devnull, os.O_RDONLY)), (1, os.dup(2))):
+        for fd in (0, 1):
+            diversion = os.open(os.devnull, os.O_RDONLY) if fd == 0 else os.dup(2)
             try:
                 private = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
                 claimed.append((fd, private))

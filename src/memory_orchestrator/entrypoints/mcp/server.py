@@ -356,7 +356,8 @@ async def serve_stdio(
             if pipes is None:
                 await server.run_stdio_async()
                 return
-            # the SDK's stdio transport over the loop's pipes (pipes.py); what run_stdio_async runs
+            # what run_stdio_async runs, with the SDK's stdio transport over the loop's pipes (pipes.py);
+            # mcp is pinned, and tests/entrypoints/test_mcp_pipes.py serves through this path
             lines, writer = pipes
             async with stdio_server(cast(Any, lines), cast(Any, writer)) as (read_stream, write_stream):
                 lowlevel = server._lowlevel_server
