@@ -119,7 +119,10 @@ def _give_back(claimed: list[tuple[int, int]], files: list[IO[bytes]], transport
     """Close the transports and point the standard descriptors at their pipes again, blocking."""
     for transport in transports:
         # at once (a reader's close is): a writer left to flush would write after the descriptor closed
-        transport.abort() if isinstance(transport, asyncio.WriteTransport) else transport.close()
+        if isinstance(transport, asyncio.WriteTransport):
+            transport.abort()
+        else:
+            transport.close()
     for file in files:
         file.close()
     for fd, private in reversed(claimed):
