@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import logging
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -788,3 +789,30 @@ def test_the_helper_reads_the_entities_of_a_batch_ahead_of_its_writes() -> None:
         assert helper.read_ahead == 1 + len(texts) and batch.results() == [] and helper.broken is None
     finally:
         helper.close()
+
+
+#: Writes 400 messages of 100-150 KB (more than a pipe holds) as the helper writes its answers.
+FRAME_WRITER = """import sys
+from memory_orchestrator.adapters.sqlite.planner import put
+for number in range(400):
+    put(sys.stdout.buffer, (number, number.to_bytes(4, "little") * (25_000 + number * 97 % 12_500)))
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="stopping a process with SIGSTOP is POSIX")
+def test_messages_arrive_whole_from_a_process_stopped_and_continued_while_it_writes() -> None:
+    # Ctrl-Z then fg, a debugger or a profiler stop the helper mid-write; Python's buffered writer
+    # then garbled one frame in a few hundred (right length, wrong bytes).
+    writer = subprocess.Popen([sys.executable, "-c", FRAME_WRITER], stdout=subprocess.PIPE)
+    assert writer.stdout is not None
+    try:
+        for number in range(400):
+            if number % 8 == 0 and writer.poll() is None:  # stopped with the pipe full, once taken
+                writer.send_signal(signal.SIGSTOP)
+                time.sleep(0.01)
+                writer.send_signal(signal.SIGCONT)
+            sent = number.to_bytes(4, "little") * (25_000 + number * 97 % 12_500)
+            assert planner.get(writer.stdout) == (number, sent)
+    finally:
+        writer.kill()
+        writer.wait()

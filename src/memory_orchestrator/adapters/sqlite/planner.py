@@ -625,8 +625,15 @@ def put(stream: IO[bytes], message: object) -> None:
 
 
 def _write_frame(stream: IO[bytes], data: bytes) -> None:
-    stream.write(data)
+    # Straight to the descriptor, again for whatever the pipe did not take. Python's buffered writer
+    # (3.11 here) garbles a write larger than the pipe holds when the process is stopped and continued
+    # while it waits (Ctrl-Z then fg, a debugger, a sampling profiler): a frame then arrived whole in
+    # length with the wrong bytes in it (tests/unit/test_sqlite_bulk.py stops a writer to show it).
     stream.flush()
+    descriptor = stream.fileno()
+    view = memoryview(data)
+    while view:
+        view = view[os.write(descriptor, view) :]
 
 
 def get(stream: IO[bytes]) -> Any:
