@@ -566,6 +566,40 @@ async def test_a_batch_hands_the_helper_its_last_chunk_before_the_work_that_need
     assert events == ["sent prepare", "sent plan", "sent plan", "indexed", "plans asked"]
 
 
+@pytest.mark.anyio
+@pytest.mark.usefixtures("helper_planning")
+async def test_a_batch_stores_the_edges_of_each_chunk_as_the_helper_plans_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The edges of a chunk the helper has planned go in while the batch writes on, not all at the
+    # batch's end (when the helper, done, would wait for the batch).
+    from memory_orchestrator.adapters.sqlite import batch as batch_module
+    from memory_orchestrator.adapters.sqlite import graph
+
+    events: list[str] = []
+    counts: list[int] = []
+    insert_rows, index = graph.insert_rows, batch_module.index
+
+    async def inserted(db: Any, rows: list[Any], *, in_key_order: bool = False) -> None:
+        events.append("edges")
+        counts.append(len(rows))
+        await insert_rows(db, rows, in_key_order=in_key_order)
+
+    async def indexed(*args: Any) -> None:
+        events.append("indexed")
+        await index(*args)
+
+    monkeypatch.setattr(graph, "insert_rows", inserted)
+    monkeypatch.setattr(batch_module, "index", indexed)
+    patient(monkeypatch)
+    memories = corpus()[:100]  # one full chunk of 64, then a last one of 36
+    results, helper = await bulk_in_batches(tmp_path / "store.db", memories, [0, len(memories)])
+    assert helper.broken is None and helper.answered == 2
+    # the first chunk's edges while the batch wrote its last memories, the last chunk's at its end
+    assert events == ["edges", "indexed", "edges"]
+    assert sum(counts) == sum(sum(r.edges_created.values()) for r in results) > 0
+
+
 #: Helpers that fail: what each program does when started as the helper, and what the batch says.
 FAILING_HELPERS = {
     "missing": (None, "could not start"),

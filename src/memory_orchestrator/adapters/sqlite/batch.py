@@ -65,19 +65,34 @@ def collector_paused() -> Iterator[None]:
 async def finish(db: aiosqlite.Connection, batch: Batch) -> list[Planned]:
     """Do the deferred work and return the planner's plans, one per write in order: first what needs
     no plan (the term and entity counts, the postings, the FTS rows, the log) while a helper plans
-    the batch's last writes (the batch used to wait for those first), then the automatic edges in
-    key order (sequential B-tree inserts)."""
+    the batch's last writes (the batch used to wait for those first), then the automatic edges not
+    stored yet (``store_arrived``), a chunk at a time as the helper and the batch plan them, each
+    in key order (sequential B-tree inserts). Storing the helper's while it plans on, rather than
+    all once both are done, leaves the batch's end (when the helper has nothing to do) its commit."""
     batch.planner.flush()
     await batch.view.flush(db)
     await batch.view.pending.flush(db)
     await index(db, batch.unindexed)
     await db.executemany("INSERT INTO oplog (kind, memory_id, at, detail) VALUES (?, ?, ?, ?)", batch.changes)
-    plans = batch.planner.results()
+    while (plans := batch.planner.settle()) is not None:
+        if plans:
+            await _insert_edges(db, plans)  # while the helper plans on
+    return batch.planner.results()
+
+
+async def store_arrived(db: aiosqlite.Connection, batch: Batch) -> None:
+    """Store the edges of the writes the helper has planned since the last call (none when the batch
+    plans in process). Storing them as they come, while the helper plans on, rather than all at the
+    end, when it has nothing left to do, gives the batch's end less to do alone."""
+    if plans := batch.planner.arrived():
+        await _insert_edges(db, plans)
+
+
+async def _insert_edges(db: aiosqlite.Connection, plans: list[Planned]) -> None:
     rows: list[EdgeRow] = []
     for planned in plans:
         rows += planned.rows
     await graph.insert_rows(db, rows, in_key_order=True)
-    return plans
 
 
 def _key(row: Neighbour) -> Key:

@@ -1,9 +1,9 @@
 """A bulk batch's link planning, on a second core when the machine has one.
 
 ``ports.autolinks.plan_links`` turns a write's candidate sketches into its automatic edges and link
-candidates. It is a pure function, and nothing later in a batch reads what it returns (the edges are
-inserted at the batch's end, the candidates go into the write's result), so a batch can hand it to a
-helper process and go on gathering the next write's candidates meanwhile: about a fifth of a bulk
+candidates. It is a pure function, and no write of a batch reads what it returns (the batch stores the
+edges as the answers come in, the candidates go into the write's result), so a batch can hand it to
+a helper process and go on gathering the next write's candidates meanwhile: about a fifth of a bulk
 write's CPU, done beside the rest instead of in its way. The helper also reads every memory of the
 batch ahead of its write: its name candidates and extracted entities (``entity_inputs``: the text
 alone decides them) and its lexical candidates (``lexicon.look_ahead``: the store as the batch found
@@ -47,7 +47,6 @@ import threading
 from collections import Counter, deque
 from collections.abc import Iterator, Mapping
 from datetime import datetime
-from itertools import accumulate
 from pathlib import Path
 from typing import IO, Any, NamedTuple, Protocol, cast
 
@@ -125,8 +124,17 @@ class Planner(Protocol):
     def flush(self) -> None:
         """Start on every write added so far (the batch adds no more)."""
 
+    def arrived(self) -> list[Planned]:
+        """The plans answered since the last call that follow on from those before, in order (the
+        batch stores their edges while the helper plans on); ``[]`` when none."""
+
+    def settle(self) -> list[Planned] | None:
+        """Once every write is added: more plans whose edges to store now (the helper's, or planned
+        here while it is behind), in no particular order; ``None`` once every plan was given by
+        :meth:`arrived` or here."""
+
     def results(self) -> list[Planned]:
-        """Every write's plan, in order (the helper's, or planned here while it is behind)."""
+        """Every write's plan, in order (:meth:`settle` first, until it gives ``None``)."""
 
 
 class LocalPlanner:
@@ -134,6 +142,7 @@ class LocalPlanner:
 
     def __init__(self) -> None:
         self._planned: list[Planned] = []
+        self._settled = False
 
     def entity_inputs(self, index: int, content: str) -> EntityInputs:
         """Read from ``content`` now."""
@@ -154,6 +163,17 @@ class LocalPlanner:
 
     def flush(self) -> None:
         """Nothing waits: each write was planned as it came."""
+
+    def arrived(self) -> list[Planned]:
+        """None yet: planned here, the batch's edges are stored together at its end (``settle``)."""
+        return []
+
+    def settle(self) -> list[Planned] | None:
+        """Every plan, the first time; then ``None``."""
+        if self._settled:
+            return None
+        self._settled = True
+        return self._planned
 
     def results(self) -> list[Planned]:
         """Every write's plan, in order."""
@@ -371,6 +391,14 @@ class _HelperPlanner:
         self._rows = ahead.rows if ahead is not None else None
         #: Plans answered but not yet taken, by chunk.
         self._answers: dict[int, list[Planned]] = {}
+        #: Plans given by ``arrived`` (in order, from the first chunk), and the chunks they fill.
+        self._given: list[Planned] = []
+        self._front = 0
+        #: The chunks from this one on the batch plans itself (``settle``; ``None``: not begun), and
+        #: their plans; the plans of the writes never sent (``None`` until ``settle`` is done).
+        self._back: int | None = None
+        self._here: dict[int, list[Planned]] = {}
+        self._unsent: list[Planned] | None = None
 
     def entity_inputs(self, index: int, content: str) -> EntityInputs:
         """The helper's answer when it is in (it reads the texts far faster than the batch writes
@@ -463,39 +491,63 @@ class _HelperPlanner:
         if self._writes and not self._failed:
             self._send()
 
-    def results(self) -> list[Planned]:
-        """Every write's plan, in order. The helper plans from the first chunk on; whenever its answer
-        to the next chunk is not in, the batch plans the last chunk nobody has taken and tells the
-        helper to skip it (``Taken``), so the two meet and the batch waits for no plan. Before that
-        it waits (each answer at most ``ANSWER_WAIT_S``) for the helper's read of every text, which
-        the helper sends first: that is how a helper that hangs is found out. Whatever the helper
-        does not give is planned here."""
-        self.flush()
+    def arrived(self) -> list[Planned]:
+        """The plans of the chunks answered since the last call, from the first chunk not given on
+        (up to the chunks the batch plans itself, ``settle``)."""
         helper = self._helper
-        self._arrived(self._texts - 1, wait=True)
-        starts = [0, *accumulate(self._sizes)]
-        front, back = 0, len(self._sizes)
-        here: dict[int, list[Planned]] = {}
-        while front < back and helper.broken is None:
-            if front in self._answers:
-                front += 1
-            elif (answer := helper.answer(wait=False)) is not None:
-                if not self._take(answer):
-                    break
-            elif helper.broken is None:
-                back -= 1
-                helper.send(("taken", self._batch, back))
-                here[back] = [plan(*inputs) for inputs in self._inputs[starts[back] : starts[back + 1]]]
-                helper.taken += 1
-        planned: list[Planned] = []
-        for chunk in range(front):
-            planned.extend(self._answers.pop(chunk))
-            helper.answered += 1
-        for chunk in range(front, len(self._sizes)):
-            inputs = self._inputs[starts[chunk] : starts[chunk + 1]]
-            planned.extend(here.get(chunk) or [plan(*write) for write in inputs])
-        planned.extend(plan(*inputs) for inputs in self._inputs[len(planned) :])
-        return planned
+        fresh: list[Planned] = []
+        end = len(self._sizes) if self._back is None else self._back
+        while self._front < end:
+            if self._front in self._answers:
+                fresh += self._answers.pop(self._front)
+                self._front += 1
+                helper.answered += 1
+            elif (answer := helper.answer(wait=False)) is None or not self._take(answer):
+                break
+        self._given += fresh
+        return fresh
+
+    def settle(self) -> list[Planned] | None:
+        """One step of meeting the helper at the batch's end. The helper plans from the first chunk
+        on; whenever its answer to the next chunk is not in, the batch plans the last chunk nobody
+        has taken and tells the helper to skip it (``Taken``), so the two meet and the batch waits
+        for no plan. Before the first step it waits (each answer at most ``ANSWER_WAIT_S``) for the
+        helper's read of every text, which the helper sends first: that is how a helper that hangs
+        is found out. What the helper does not give (it failed) is planned here, in the last step."""
+        helper = self._helper
+        if self._back is None:
+            self.flush()
+            self._arrived(self._texts - 1, wait=True)
+            self._back = len(self._sizes)
+        if fresh := self.arrived():
+            return fresh
+        if self._front < self._back and helper.broken is None:
+            self._back = back = self._back - 1
+            helper.send(("taken", self._batch, back))
+            helper.taken += 1
+            planned = self._here[back] = [plan(*inputs) for inputs in self._chunk(back)]
+            return planned
+        if self._unsent is not None:
+            return None
+        rest: list[Planned] = []
+        for chunk in range(self._front, self._back):  # neither answered nor taken: the helper failed
+            rest += self._here.setdefault(chunk, [plan(*inputs) for inputs in self._chunk(chunk)])
+        self._unsent = [plan(*inputs) for inputs in self._inputs[sum(self._sizes) :]]
+        return rest + self._unsent
+
+    def _chunk(self, chunk: int) -> list[Inputs]:
+        # the inputs of the writes sent in ``chunk``
+        start = sum(self._sizes[:chunk])
+        return self._inputs[start : start + self._sizes[chunk]]
+
+    def results(self) -> list[Planned]:
+        """Every write's plan, in order (``settle`` until every one is given)."""
+        while self.settle() is not None:
+            pass
+        planned = list(self._given)
+        for chunk in range(self._front, len(self._sizes)):
+            planned += self._here[chunk]
+        return planned + (self._unsent or [])
 
 
 def usable_cores() -> int:
