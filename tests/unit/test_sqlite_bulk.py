@@ -566,40 +566,6 @@ async def test_a_batch_hands_the_helper_its_last_chunk_before_the_work_that_need
     assert events == ["sent prepare", "sent plan", "sent plan", "indexed", "plans asked"]
 
 
-@pytest.mark.anyio
-@pytest.mark.usefixtures("helper_planning")
-async def test_a_batch_stores_the_edges_of_each_chunk_as_the_helper_plans_it(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # The edges of a chunk the helper has planned go in while the batch writes on, not all at the
-    # batch's end (when the helper, done, would wait for the batch).
-    from memory_orchestrator.adapters.sqlite import batch as batch_module
-    from memory_orchestrator.adapters.sqlite import graph
-
-    events: list[str] = []
-    counts: list[int] = []
-    insert_rows, index = graph.insert_rows, batch_module.index
-
-    async def inserted(db: Any, rows: list[Any], *, in_key_order: bool = False) -> None:
-        events.append("edges")
-        counts.append(len(rows))
-        await insert_rows(db, rows, in_key_order=in_key_order)
-
-    async def indexed(*args: Any) -> None:
-        events.append("indexed")
-        await index(*args)
-
-    monkeypatch.setattr(graph, "insert_rows", inserted)
-    monkeypatch.setattr(batch_module, "index", indexed)
-    patient(monkeypatch)
-    memories = corpus()[:100]  # one full chunk of 64, then a last one of 36
-    results, helper = await bulk_in_batches(tmp_path / "store.db", memories, [0, len(memories)])
-    assert helper.broken is None and helper.answered == 2
-    # the first chunk's edges while the batch wrote its last memories, the last chunk's at its end
-    assert events == ["edges", "indexed", "edges"]
-    assert sum(counts) == sum(sum(r.edges_created.values()) for r in results) > 0
-
-
 #: Helpers that fail: what each program does when started as the helper, and what the batch says.
 FAILING_HELPERS = {
     "missing": (None, "could not start"),
@@ -797,10 +763,22 @@ async def test_a_batch_plans_the_chunks_a_slow_helper_has_not_reached_and_the_he
     program.write_text(SLOW_HELPER.format(python=sys.executable, log=log))
     program.chmod(0o755)
     monkeypatch.setattr(planner.sys, "executable", str(program))
+    from memory_orchestrator.adapters.sqlite import graph
+
+    stores: list[int] = []
+    insert_rows = graph.insert_rows
+
+    async def inserted(db: Any, rows: list[Any], *, in_key_order: bool = False) -> None:
+        stores.append(len(rows))
+        await insert_rows(db, rows, in_key_order=in_key_order)
+
+    monkeypatch.setattr(graph, "insert_rows", inserted)
     results, helper = await bulk_in_batches(tmp_path / "slow.db", memories, cuts)
     assert stored(tmp_path / "slow.db", results) == stored(tmp_path / "reference.db", reference)
-    # a chunk takes the helper 1.3 s: the batches planned all five rather than wait for them
+    # a chunk takes the helper 1.3 s: the batches planned all five rather than wait for them, and
+    # stored the edges of each as soon as it was planned (the helper could have answered meanwhile)
     assert helper.broken is None and helper.taken == 5 and helper.answered == 0
+    assert len(stores) == 5 and sum(stores) == sum(sum(r.edges_created.values()) for r in results)
     planned = log.read_text().split("\n") if log.exists() else []
     # the first batch took its chunks while the helper planned the first: it skipped the other two
     assert not {"1 1", "1 2"} & set(planned)

@@ -18,7 +18,7 @@ import aiosqlite
 
 from memory_orchestrator.adapters.sqlite import context, graph, retrieval, similar, writes
 from memory_orchestrator.adapters.sqlite import vectors as vector_rows
-from memory_orchestrator.adapters.sqlite.batch import Batch, collector_paused, finish, store_arrived
+from memory_orchestrator.adapters.sqlite.batch import Batch, collector_paused, finish
 from memory_orchestrator.adapters.sqlite.batch_view import BatchView
 from memory_orchestrator.adapters.sqlite.checkpoints import Checkpointer
 from memory_orchestrator.adapters.sqlite.health import health_report
@@ -438,7 +438,6 @@ class SqliteBackend(AsyncLifecycle):
                 written.append(await self._skipped(db, existing))
             else:
                 written.append(await self._insert_deferred(db, memory, digest, deferred, tokens, index))
-                await store_arrived(db, deferred)
         results = _planned_results(written, await finish(db, deferred))
         return results, deferred.view.ids
 

@@ -65,10 +65,12 @@ def collector_paused() -> Iterator[None]:
 async def finish(db: aiosqlite.Connection, batch: Batch) -> list[Planned]:
     """Do the deferred work and return the planner's plans, one per write in order: first what needs
     no plan (the term and entity counts, the postings, the FTS rows, the log) while a helper plans
-    the batch's last writes (the batch used to wait for those first), then the automatic edges not
-    stored yet (``store_arrived``), a chunk at a time as the helper and the batch plan them, each
-    in key order (sequential B-tree inserts). Storing the helper's while it plans on, rather than
-    all once both are done, leaves the batch's end (when the helper has nothing to do) its commit."""
+    the batch's last writes (the batch used to wait for those first), then the automatic edges, as
+    the helper and the batch plan the last chunks (``Planner.settle``), each lot in key order
+    (sequential B-tree inserts). Storing them while the helper plans on, rather than all once both
+    are done, leaves the batch's end (when the helper has nothing to do) little more than its
+    commit. (Storing each chunk's as it came in during the writes too was slower on a large store:
+    the edge index pages the inserts touched crowded the writes' lookups out of the page cache.)"""
     batch.planner.flush()
     await batch.view.flush(db)
     await batch.view.pending.flush(db)
@@ -78,14 +80,6 @@ async def finish(db: aiosqlite.Connection, batch: Batch) -> list[Planned]:
         if plans:
             await _insert_edges(db, plans)  # while the helper plans on
     return batch.planner.results()
-
-
-async def store_arrived(db: aiosqlite.Connection, batch: Batch) -> None:
-    """Store the edges of the writes the helper has planned since the last call (none when the batch
-    plans in process). Storing them as they come, while the helper plans on, rather than all at the
-    end, when it has nothing left to do, gives the batch's end less to do alone."""
-    if plans := batch.planner.arrived():
-        await _insert_edges(db, plans)
 
 
 async def _insert_edges(db: aiosqlite.Connection, plans: list[Planned]) -> None:

@@ -1,9 +1,9 @@
 """A bulk batch's link planning, on a second core when the machine has one.
 
 ``ports.autolinks.plan_links`` turns a write's candidate sketches into its automatic edges and link
-candidates. It is a pure function, and no write of a batch reads what it returns (the batch stores the
-edges as the answers come in, the candidates go into the write's result), so a batch can hand it to
-a helper process and go on gathering the next write's candidates meanwhile: about a fifth of a bulk
+candidates. It is a pure function, and no write of a batch reads what it returns (the edges are
+stored at the batch's end, the candidates go into the write's result), so a batch can hand it to a
+helper process and go on gathering the next write's candidates meanwhile: about a fifth of a bulk
 write's CPU, done beside the rest instead of in its way. The helper also reads every memory of the
 batch ahead of its write: its name candidates and extracted entities (``entity_inputs``: the text
 alone decides them) and its lexical candidates (``lexicon.look_ahead``: the store as the batch found
@@ -11,10 +11,11 @@ it, over a read connection of the helper's own, plus the batch's earlier memorie
 will get); a write whose answer is not in yet reads its own, and a lookup counts only while every
 earlier memory got the rowid the helper assumed (``written``).
 
-A batch waits for no plan: when it asks for them (``results``), it takes the helper's from the first
-chunk on and, whenever the next one is not in, plans the last chunk nobody has taken itself and
-tells the helper to skip it (``Taken``); the two meet somewhere in the middle. (The helper reads its
-messages through a thread of its own, so it sees those words before it starts on a chunk.)
+A batch waits for no plan: at its end (``settle``) it takes the helper's from the first chunk on,
+storing their edges while the helper plans on, and, whenever the next one is not in, plans the last
+chunk nobody has taken itself and tells the helper to skip it (``Taken``); the two meet somewhere in
+the middle. (The helper reads its messages through a thread of its own, so it sees those words
+before it starts on a chunk.)
 
 The helper is a Python process running :func:`main`, started at the first large batch and kept
 until the backend closes; it imports this package from where the parent found it, so both run the
@@ -124,14 +125,9 @@ class Planner(Protocol):
     def flush(self) -> None:
         """Start on every write added so far (the batch adds no more)."""
 
-    def arrived(self) -> list[Planned]:
-        """The plans answered since the last call that follow on from those before, in order (the
-        batch stores their edges while the helper plans on); ``[]`` when none."""
-
     def settle(self) -> list[Planned] | None:
         """Once every write is added: more plans whose edges to store now (the helper's, or planned
-        here while it is behind), in no particular order; ``None`` once every plan was given by
-        :meth:`arrived` or here."""
+        here while it is behind), in no particular order; ``None`` once every plan was given."""
 
     def results(self) -> list[Planned]:
         """Every write's plan, in order (:meth:`settle` first, until it gives ``None``)."""
@@ -163,10 +159,6 @@ class LocalPlanner:
 
     def flush(self) -> None:
         """Nothing waits: each write was planned as it came."""
-
-    def arrived(self) -> list[Planned]:
-        """None yet: planned here, the batch's edges are stored together at its end (``settle``)."""
-        return []
 
     def settle(self) -> list[Planned] | None:
         """Every plan, the first time; then ``None``."""
@@ -391,7 +383,8 @@ class _HelperPlanner:
         self._rows = ahead.rows if ahead is not None else None
         #: Plans answered but not yet taken, by chunk.
         self._answers: dict[int, list[Planned]] = {}
-        #: Plans given by ``arrived`` (in order, from the first chunk), and the chunks they fill.
+        #: Plans of the helper's given by ``settle`` (in order, from the first chunk), and the chunks
+        #: they fill.
         self._given: list[Planned] = []
         self._front = 0
         #: The chunks from this one on the batch plans itself (``settle``; ``None``: not begun), and
@@ -491,9 +484,9 @@ class _HelperPlanner:
         if self._writes and not self._failed:
             self._send()
 
-    def arrived(self) -> list[Planned]:
+    def _answered(self) -> list[Planned]:
         """The plans of the chunks answered since the last call, from the first chunk not given on
-        (up to the chunks the batch plans itself, ``settle``)."""
+        (up to the chunks the batch plans itself)."""
         helper = self._helper
         fresh: list[Planned] = []
         end = len(self._sizes) if self._back is None else self._back
@@ -519,7 +512,7 @@ class _HelperPlanner:
             self.flush()
             self._arrived(self._texts - 1, wait=True)
             self._back = len(self._sizes)
-        if fresh := self.arrived():
+        if fresh := self._answered():
             return fresh
         if self._front < self._back and helper.broken is None:
             self._back = back = self._back - 1
