@@ -819,7 +819,7 @@ def test_messages_arrive_whole_from_a_process_stopped_and_continued_while_it_wri
     assert writer.stdout is not None
     try:
         for number in range(400):
-            if number % 8 == 0 and writer.poll() is None:  # stopped with the pipe full, once taken
+            if number % 8 == 0 and writer.poll() is None:  # now and then, while it waits on the full pipe
                 writer.send_signal(signal.SIGSTOP)
                 time.sleep(0.01)
                 writer.send_signal(signal.SIGCONT)
