@@ -71,6 +71,7 @@ from memory_orchestrator.ports.records import (
     WriteAction,
     WriteResult,
     edge_strength,
+    superseded_change,
 )
 from memory_orchestrator.ports.scoring import Scorer, ScoringContext
 from memory_orchestrator.ports.traces import TraceStore
@@ -137,4 +138,5 @@ __all__ = [
     "parse_timestamp",
     "remember_all",
     "stores_vectors",
+    "superseded_change",
 ]

@@ -410,6 +410,14 @@ class Change:
     detail: str = ""
 
 
+def superseded_change(edge: Edge, at: datetime) -> Change | None:
+    """What storing ``edge`` at ``at`` adds to the change history: its target superseded by its
+    source for a ``supersedes`` edge, nothing for any other."""
+    if edge.type is not EdgeType.SUPERSEDES:
+        return None
+    return Change(ChangeKind.SUPERSEDED, edge.target, at, detail=f"superseded by {edge.source}")
+
+
 @dataclass(frozen=True, slots=True)
 class HealthCheck:
     """One named readiness check: ``status`` is ``ok``, ``degraded`` or ``error``."""

@@ -43,6 +43,7 @@ from memory_orchestrator.ports import (
     WriteAction,
     WriteResult,
     ensure_utc,
+    superseded_change,
 )
 from memory_orchestrator.ports.validation import (
     validate_edge,
@@ -240,11 +241,7 @@ class McpKgBackend(AsyncLifecycle):
                         raise NotFound(f"memory {memory_id} not found")
             now = ensure_utc(self.clock.now())
             stored = [edge.stamped(now) for edge in edges]
-            changes = [
-                Change(ChangeKind.SUPERSEDED, edge.target, now, detail=f"superseded by {edge.source}")
-                for edge in stored
-                if edge.type is EdgeType.SUPERSEDES
-            ]
+            changes = [change for edge in stored if (change := superseded_change(edge, now)) is not None]
             self.sidecar.write(edges=stored, changes=changes)
         return stored
 

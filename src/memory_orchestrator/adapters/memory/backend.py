@@ -37,6 +37,7 @@ from memory_orchestrator.ports import (
     WriteAction,
     WriteResult,
     ensure_utc,
+    superseded_change,
 )
 from memory_orchestrator.ports.autolinks import entities_for, link_candidates, plan_edges, sketch
 from memory_orchestrator.ports.recall import fuse_recall
@@ -207,9 +208,8 @@ class InMemoryBackend(AsyncLifecycle):
         stored = [edge.stamped(now) for edge in edges]
         for edge in stored:
             self.state.store_edge(edge)
-            if edge.type is EdgeType.SUPERSEDES:
-                detail = f"superseded by {edge.source}"
-                self.change_log.append(Change(ChangeKind.SUPERSEDED, edge.target, now, detail=detail))
+            if (change := superseded_change(edge, now)) is not None:
+                self.change_log.append(change)
         return stored
 
     async def forget(self, memory_id: str) -> None:

@@ -56,6 +56,7 @@ from memory_orchestrator.ports import (
     WriteResult,
     ensure_utc,
     parse_timestamp,
+    superseded_change,
 )
 from memory_orchestrator.ports.autolinks import MemorySketch, entities_for, sketch
 from memory_orchestrator.ports.commit_counter import CommitCounter
@@ -560,9 +561,8 @@ class SqliteBackend(AsyncLifecycle):
                 raise NotFound(f"memory {memory_id} not found")
         for edge in edges:
             await graph.store_edge(db, edge)
-            if edge.type is EdgeType.SUPERSEDES:
-                detail = f"superseded by {edge.source}"
-                await writes.log_change(db, ChangeKind.SUPERSEDED, edge.target, stamp(now), detail)
+            if (change := superseded_change(edge, now)) is not None:
+                await writes.log_change(db, change.kind, change.memory_id, stamp(now), change.detail)
 
     async def forget(self, memory_id: str) -> None:
         """Soft-delete ``memory_id``; its edges and index entries disappear from reads."""
