@@ -518,20 +518,22 @@ class _HelperPlanner:
             self._back = back = self._back - 1
             helper.send(("taken", self._batch, back))
             helper.taken += 1
-            planned = self._here[back] = [plan(*inputs) for inputs in self._chunk(back)]
-            return planned
+            return self._plan_here(back)
         if self._unsent is not None:
             return None
         rest: list[Planned] = []
         for chunk in range(self._front, self._back):  # neither answered nor taken: the helper failed
-            rest += self._here.setdefault(chunk, [plan(*inputs) for inputs in self._chunk(chunk)])
+            rest += self._plan_here(chunk)
         self._unsent = [plan(*inputs) for inputs in self._inputs[sum(self._sizes) :]]
         return rest + self._unsent
 
-    def _chunk(self, chunk: int) -> list[Inputs]:
-        # the inputs of the writes sent in ``chunk``
+    def _plan_here(self, chunk: int) -> list[Planned]:
+        # the plans of the writes sent in ``chunk``, made here (and kept for ``results``)
         start = sum(self._sizes[:chunk])
-        return self._inputs[start : start + self._sizes[chunk]]
+        planned = self._here[chunk] = [
+            plan(*inputs) for inputs in self._inputs[start : start + self._sizes[chunk]]
+        ]
+        return planned
 
     def results(self) -> list[Planned]:
         """Every write's plan, in order (``settle`` until every one is given)."""
