@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from itertools import pairwise
@@ -732,6 +733,100 @@ async def test_a_helper_that_cannot_read_the_batchs_store_leaves_its_lookups_to_
     assert helper.looked_up == 0
 
 
+async def single_then_bulk(
+    path: Path, memories: list[NewMemory], cuts: list[int], *, bulk_helper: bool = True
+) -> tuple[list[WriteResult], Helper]:
+    """The memories before ``cuts[0]`` stored one write at a time (so no helper ever saw them), the
+    rest in the batches between ``cuts``."""
+    async with SqliteBackend(path, clock=FixedClock(T0), bulk_helper=bulk_helper) as backend:
+        results = [await backend.remember(memory) for memory in memories[: cuts[0]]]
+        for start, end in pairwise(cuts):
+            results += await backend.remember_many(memories[start:end])
+        return results, backend._helper
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("helper_planning")
+async def test_the_helper_reads_the_stored_candidates_sketches_the_batch_sends_only_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memories = corpus()
+    cuts = [90, 180, len(memories)]
+    reference, _ = await single_then_bulk(tmp_path / "reference.db", memories, cuts, bulk_helper=False)
+    sketched: list[str] = []
+    candidates: set[str] = set()
+    send = Helper.send
+
+    def noted(self: Helper, message: Any) -> bool:
+        if message[0] == "plan":
+            sketched.extend(fields[0] for fields in message[3])
+            candidates.update(memory_id for ids, _, _ in message[4] for memory_id in ids[1:])
+        return send(self, message)
+
+    monkeypatch.setattr(Helper, "send", noted)
+    patient(monkeypatch)
+    results, helper = await single_then_bulk(tmp_path / "helped.db", memories, cuts)
+    assert stored(tmp_path / "helped.db", results) == stored(tmp_path / "reference.db", reference)
+    assert helper.broken is None and helper.answered == 4 and helper.taken == 0
+    # each memory a batch wrote went down once, with its write; none the batches found stored
+    added = [result.id for result in results[cuts[0] :] if result.action is WriteAction.ADDED]
+    assert sketched == added
+    # the memories stored one at a time were candidates too: the helper read their sketches itself
+    assert candidates & {result.id for result in results[: cuts[0]]}
+
+
+@pytest.mark.anyio
+@pytest.mark.usefixtures("helper_planning")
+async def test_chunks_whose_stored_candidates_the_helper_cannot_read_are_planned_by_the_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    memories = corpus()
+    cuts = [90, 180, len(memories)]
+    reference, _ = await single_then_bulk(tmp_path / "reference.db", memories, cuts, bulk_helper=False)
+    make = Helper.planner
+
+    def elsewhere(self: Helper, contents: list[str], load: Any, ahead: Any = None, store: Any = None) -> Any:
+        return make(self, contents, load, ahead, str(tmp_path / "missing.db"))
+
+    monkeypatch.setattr(Helper, "planner", elsewhere)
+    results, helper = await single_then_bulk(tmp_path / "alone.db", memories, cuts)
+    assert stored(tmp_path / "alone.db", results) == stored(tmp_path / "reference.db", reference)
+    # the first batch's first chunk has stored candidates: the batch planned it, and so every chunk
+    # from there on (the helper may have answered some of them meanwhile)
+    assert helper.broken is None and helper.taken >= 2
+
+
+@pytest.mark.anyio
+async def test_the_helper_reads_what_its_small_sketch_cache_lacks_and_refuses_what_it_cannot_read(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "store.db"
+    async with SqliteBackend(path, clock=FixedClock(T0), bulk_helper=False) as backend:
+        ids = [(await backend.remember(memory)).id for memory in corpus()[:6]]
+        reference = await writes.load_sketches(backend._db, set(ids))  # type: ignore[arg-type]
+    expected = {item.id: item for item in reference}
+    new = MemorySketch("mem-new", "a new memory", "user", T0, frozenset({"new", "memory"}))
+    chunk = [([new.id, *ids[:4]], T0, {}), ([new.id, *ids[2:]], T0, {})]
+    kept = writes.SketchCache(size=2)  # fills and drops its oldest half while the chunk is read
+    stores: dict[str, sqlite3.Connection] = {}
+    try:
+        found = planner._chunk_sketches(stores, str(path), chunk, {new.id: new}, kept)
+        assert found == {new.id: new, **expected}
+        again = planner._chunk_sketches(stores, str(path), chunk, {new.id: new}, kept)
+        assert again == found  # what the cache dropped is read again
+        # a candidate the store does not hold, or no store to read: the batch plans the chunk
+        unknown = [([new.id, "mem-unknown", *ids[:1]], T0, {})]
+        assert planner._chunk_sketches(stores, str(path), unknown, {new.id: new}, kept) is None
+        assert planner._chunk_sketches(stores, None, chunk, {new.id: new}, writes.SketchCache()) is None
+        missing = str(tmp_path / "missing.db")
+        assert planner._chunk_sketches(stores, missing, chunk, {new.id: new}, writes.SketchCache()) is None
+        # a chunk whose candidates are all the batch's own needs no store
+        assert planner._chunk_sketches({}, None, [([new.id], T0, {})], {new.id: new}, kept) == {new.id: new}
+    finally:
+        for connection in stores.values():
+            connection.close()
+
+
 #: A helper that plans each write in 20 ms and notes each chunk it plans: (batch, chunk) per line.
 SLOW_HELPER = """#!/bin/sh
 exec {python} -c 'import time
@@ -784,12 +879,16 @@ async def test_a_batch_plans_the_chunks_a_slow_helper_has_not_reached_and_the_he
     assert not {"1 1", "1 2"} & set(planned)
 
 
+def never_loaded(ids: Sequence[str]) -> list[Any]:
+    raise AssertionError(f"no write was added, yet sketches were loaded: {ids}")
+
+
 @pytest.mark.usefixtures("helper_planning")
 def test_the_helper_reads_the_entities_of_a_batch_ahead_of_its_writes() -> None:
     texts = [memory.content for memory in corpus()[:150]]
     helper = Helper()
     try:
-        batch = helper.planner(texts)
+        batch = helper.planner(texts, never_loaded)
         deadline = time.monotonic() + 30
         while helper.read_ahead == 0 and time.monotonic() < deadline:  # until the last chunk is in
             batch.entity_inputs(len(texts) - 1, texts[-1])

@@ -427,9 +427,15 @@ class SqliteBackend(AsyncLifecycle):
         texts = [tokenize(memory.content) for memory in memories]
         terms = {term for tokens in texts for term in tokens}
         await view.start(db, len(memories), deduplicated, terms)
-        # the helper looks up the lexical candidates ahead, in the store as the batch found it
-        ahead = Ahead(str(self.path.resolve()), view.lexicon.size, view.rowids(dedup, digests))
-        planner = self._helper.planner([memory.content for memory in memories], ahead)
+        # the helper looks up the lexical candidates ahead, in the store as the batch found it, and
+        # reads the candidates' sketches there (the batch loads them only for writes it plans itself)
+        store = str(self.path.resolve())
+        ahead = Ahead(store, view.lexicon.size, view.rowids(dedup, digests))
+
+        def load(ids: Sequence[str]) -> list[MemorySketch]:
+            return run_to_end(writes.load_sketches(db, set(ids), self._sketches))
+
+        planner = self._helper.planner([memory.content for memory in memories], load, ahead, store)
         deferred = Batch(view=view, planner=planner)
         written: list[WriteResult | MemoryRecord] = []
         for index, (memory, digest, tokens) in enumerate(zip(memories, digests, texts, strict=True)):
@@ -450,7 +456,8 @@ class SqliteBackend(AsyncLifecycle):
         """Store one new memory and its automatic edges."""
         tokens, read = tokenize(memory.content), entity_inputs(memory.content)
         now, record, new, others, counts = await self._linking(db, memory, None, tokens, read)
-        planned = plan(new, others, now, counts)  # what a batch's planner gives each of its writes
+        found = await writes.load_sketches(db, set(others), self._sketches)
+        planned = plan(new, found, now, counts)  # what a batch's planner gives each of its writes
         await writes.insert_memory(db, record, digest, memory.dedup, tokens=tokens)
         await graph.insert_rows(db, planned.rows)
         await writes.log_change(db, ChangeKind.ADDED, record.id, stamp(now))
@@ -499,11 +506,11 @@ class SqliteBackend(AsyncLifecycle):
         tokens: list[str],
         read: EntityInputs,
         lexical: list[int] | None = None,
-    ) -> tuple[datetime, MemoryRecord, MemorySketch, list[MemorySketch], dict[str, int]]:
+    ) -> tuple[datetime, MemoryRecord, MemorySketch, list[str], dict[str, int]]:
         """What planning a new memory's links takes (``tokens``: ``tokenize(memory.content)``;
         ``read``: ``planner.entity_inputs(memory.content)``; ``lexical``: its lexical rows, when a
-        batch's helper looked them up): its stamp, record and sketch, its candidates' sketches and
-        the counts of its entity names (a batch answers from its view where it can)."""
+        batch's helper looked them up): its stamp, record and sketch, its candidates' ids and the
+        counts of its entity names (a batch answers from its view where it can)."""
         now = self._now()
         names, extracted = read
         view = deferred.view if deferred is not None else None
@@ -525,7 +532,7 @@ class SqliteBackend(AsyncLifecycle):
         )
         new = sketch(record, tokens)
         if view is None:
-            others = await writes.load_sketches(db, await writes.candidate_ids(db, new), self._sketches)
+            others = list(await writes.candidate_ids(db, new))
         else:
             others = await view.candidates(db, new, self._sketches, lexical)
         # the counts of names among the candidates came with their spelling; the rest are looked up

@@ -26,7 +26,7 @@ from memory_orchestrator.adapters.sqlite.batch_view import BatchView
 from memory_orchestrator.adapters.sqlite.context import Neighbour, around, context_from
 from memory_orchestrator.adapters.sqlite.graph import EdgeRow
 from memory_orchestrator.adapters.sqlite.impacts import drop_scratch, reindex
-from memory_orchestrator.adapters.sqlite.planner import LocalPlanner, Planned, Planner
+from memory_orchestrator.adapters.sqlite.planner import Planned, Planner
 
 Key = tuple[datetime, int]
 
@@ -35,14 +35,14 @@ Key = tuple[datetime, int]
 class Batch:
     """The deferred work of one bulk write (filled by each insert, done by :func:`finish`)."""
 
+    #: Plans each write's links (``plan_links``), perhaps in a helper process: ``planner.py``.
+    planner: Planner
     #: Memories written but not yet in FTS, as their neighbours will see them.
     unindexed: list[Neighbour] = field(default_factory=list)
     #: Change-log rows in write order (the log's sequence numbers follow it).
     changes: list[tuple[str, str, str, str]] = field(default_factory=list)
     #: The store as the batch sees it: candidates and counts from memory, counts written at the end.
     view: BatchView = field(default_factory=BatchView)
-    #: Plans each write's links (``plan_links``), perhaps in a helper process: ``planner.py``.
-    planner: Planner = field(default_factory=LocalPlanner)
 
 
 @contextmanager

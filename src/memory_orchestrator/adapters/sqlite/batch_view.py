@@ -223,9 +223,10 @@ class BatchView:
         new: MemorySketch,
         cache: writes.SketchCache,
         lexical: list[int] | None = None,
-    ) -> list[MemorySketch]:
-        """The sketches of ``writes.candidate_ids(db, new)``, from memory where it can answer
-        (``lexical``: the lexical rows, when the helper looked them up ahead)."""
+    ) -> list[str]:
+        """``writes.candidate_ids(db, new)``, from memory where it can answer (``lexical``: the
+        lexical rows, when the helper looked them up ahead); the sketches of those it reads from
+        SQLite go into ``cache``."""
         await self._read_parts(db, new)
         ids = self._nearby(new)
         if ids is None:
@@ -248,7 +249,7 @@ class BatchView:
                 if row[1] is None and cache.get(memory_id) is None:
                     cache.put(writes.sketch_of(tuple(row[2:])))
         ids.discard(new.id)
-        return await writes.load_sketches(db, ids, cache)
+        return list(ids)
 
     async def _read_parts(self, db: aiosqlite.Connection, new: MemorySketch) -> None:
         # Read before the memory is stored, whatever answers its candidates: the store alone.

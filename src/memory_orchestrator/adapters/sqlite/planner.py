@@ -19,16 +19,23 @@ before it starts on a chunk.)
 
 The helper is a Python process running :func:`main`, started at the first large batch and kept
 until the backend closes; it imports this package from where the parent found it, so both run the
-same code. The batch sends it chunks of writes over a pipe (length-framed pickles: a sketch once
-per batch, then its id) through a writer thread, and a reader thread takes the answers as they come,
-so the batch never waits on a full pipe. The two threads only move bytes; the batch's own thread
-pickles what it sends and unpickles what it takes. (When the reader unpickled, it held the GIL a
-millisecond or more at a time, and each of the batch's SQLite statements, which lets the GIL go while
-SQLite works, then waited to get it back: 0.6-1.0 s of a 10k import's ~6 s.) The parent keeps every
-write's inputs until the answers are in: when the helper cannot start, dies, stops reading, answers
-nonsense or is silent for ``ANSWER_WAIT_S`` (a batch waits for its read of every text before taking
-any plan: that is where a hung helper shows), the batch kills it, plans what is left itself and says
-so in the log. Either way a write's edges are the ones ``plan_links`` gives in the parent
+same code. The batch sends it chunks of writes over a pipe (length-framed pickles: each write's new
+memory's sketch and its candidates' ids) through a writer thread, and a reader thread takes the
+answers as they come, so the batch never waits on a full pipe. The two threads only move bytes; the
+batch's own thread pickles what it sends and unpickles what it takes. (When the reader unpickled, it
+held the GIL a millisecond or more at a time, and each of the batch's SQLite statements, which lets
+the GIL go while SQLite works, then waited to get it back: 0.6-1.0 s of a 10k import's ~6 s.) The
+helper reads the sketches of the stored candidates itself, from the store over its read connection
+(``writes.sketch_of``, as the batch would), and keeps them from batch to batch
+(``writes.SketchCache``): the batch used to load them and pickle each down the pipe once per batch,
+~10% of its thread's time at 100k memories.
+
+The parent keeps every write's inputs until the answers are in (a write it plans itself loads its
+candidates' sketches then): when the helper cannot start, dies, stops reading, answers nonsense or
+is silent for ``ANSWER_WAIT_S`` (a batch waits for its read of every text before taking any plan:
+that is where a hung helper shows), the batch kills it, plans what is left itself and says so in
+the log; a chunk whose stored candidates the helper cannot read it leaves unanswered, and the batch
+plans it. Either way a write's edges are the ones ``plan_links`` gives in the parent
 (``tests/unit/test_sqlite_bulk.py`` compares stored rows with and without the helper, and with a
 helper killed mid-batch).
 """
@@ -37,6 +44,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import json
 import logging
 import os
 import pickle
@@ -46,13 +54,14 @@ import subprocess
 import sys
 import threading
 from collections import Counter, deque
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, NamedTuple, Protocol, cast
 
 from memory_orchestrator.adapters.sqlite.graph import EdgeRow, edge_rows
 from memory_orchestrator.adapters.sqlite.lexicon import Ahead, look_ahead, read_connection
+from memory_orchestrator.adapters.sqlite.writes import SKETCH_COLUMNS, SketchCache, sketch_of
 from memory_orchestrator.ports.autolinks import MemorySketch, plan_links
 from memory_orchestrator.ports.records import LinkCandidate
 from memory_orchestrator.ports.text import extract_entities, name_candidates
@@ -69,6 +78,11 @@ EXIT_WAIT_S = 2.0
 #: Bytes a message may have: an import's batch of 2,000 texts of at most 8 KB is 16 MB; a length
 #: beyond this is no helper's (a single batch that large would plan in process, with a warning).
 MAX_MESSAGE = 1 << 28
+#: Sketches of stored memories the helper keeps from batch to batch. A 100k import took as long with
+#: 16,384 as with 65,536 (the parent's ``SketchCache``): 66.0 and 63.3 s against 65.4 and 63.5 s, the
+#: helper's CPU 46.0 and 44.0 s against 42.7 and 41.0 s (its misses read the store), its peak RSS
+#: 93 MB against 172 (85 MB before it kept any).
+HELPER_SKETCHES = 16384
 #: Seconds a batch waits for one answer (a chunk takes milliseconds) before it gives the helper up
 #: and plans the rest itself: a helper that hangs never hangs an import.
 ANSWER_WAIT_S = 30.0
@@ -89,8 +103,10 @@ def plan(new: MemorySketch, others: list[MemorySketch], at: datetime, counts: Ma
     return Planned(edge_rows(edges), candidates, created)
 
 
-#: One write's inputs: the new memory's sketch, its candidates' sketches, its stamp, entity counts.
-Inputs = tuple[MemorySketch, list[MemorySketch], datetime, Mapping[str, int]]
+#: One write's inputs: the new memory's sketch, its candidates' ids, its stamp, entity counts.
+Inputs = tuple[MemorySketch, list[str], datetime, Mapping[str, int]]
+#: The sketches of stored memories (or of the batch's own, written earlier in it) by id, in any order.
+SketchLoader = Callable[[Sequence[str]], list[MemorySketch]]
 #: What a memory's text alone decides of its entities: its name candidates, its extracted names.
 EntityInputs = tuple[set[str], tuple[str, ...]]
 #: What the helper reads of a memory ahead of the batch: its ``EntityInputs``, then its lexical rows
@@ -117,10 +133,8 @@ class Planner(Protocol):
     def written(self, index: int, rowid: int) -> None:
         """The batch's memory number ``index`` got ``rowid`` (0: skipped as a duplicate)."""
 
-    def add(
-        self, new: MemorySketch, others: list[MemorySketch], at: datetime, counts: Mapping[str, int]
-    ) -> None:
-        """Plan one more write."""
+    def add(self, new: MemorySketch, others: list[str], at: datetime, counts: Mapping[str, int]) -> None:
+        """Plan one more write: ``new`` among its candidates, the memories ``others`` (ids)."""
 
     def flush(self) -> None:
         """Start on every write added so far (the batch adds no more)."""
@@ -134,9 +148,10 @@ class Planner(Protocol):
 
 
 class LocalPlanner:
-    """Plans each write at once, in this process."""
+    """Plans each write at once, in this process (``load``: the candidates' sketches)."""
 
-    def __init__(self) -> None:
+    def __init__(self, load: SketchLoader) -> None:
+        self._load = load
         self._planned: list[Planned] = []
         self._settled = False
 
@@ -151,11 +166,9 @@ class LocalPlanner:
     def written(self, index: int, rowid: int) -> None:
         """Nothing was assumed."""
 
-    def add(
-        self, new: MemorySketch, others: list[MemorySketch], at: datetime, counts: Mapping[str, int]
-    ) -> None:
+    def add(self, new: MemorySketch, others: list[str], at: datetime, counts: Mapping[str, int]) -> None:
         """Plan one more write now."""
-        self._planned.append(plan(new, others, at, counts))
+        self._planned.append(plan(new, self._load(others), at, counts))
 
     def flush(self) -> None:
         """Nothing waits: each write was planned as it came."""
@@ -178,12 +191,13 @@ def _fields(sketch: MemorySketch) -> tuple[object, ...]:
 
 
 #: The helper's first message: it runs this module's protocol (nothing is sent to it before).
-HELLO = ("memory-orchestrator bulk planner", 3)
+HELLO = ("memory-orchestrator bulk planner", 4)
 #: Parent -> helper, first of a batch: ("prepare", batch number, the texts of its memories, what its
-#: lexical lookups need, if the helper is to look them up).
-Prepare = tuple[str, int, list[str], Ahead | None]
-#: Parent -> helper: ("plan", batch number, chunk number, the sketches it lacks as ``_fields``, the
-#: writes as (sketch ids, the new memory's first; stamp; entity counts)).
+#: lexical lookups need, if the helper is to look them up, the store's file, where the helper reads
+#: the sketches of the stored memories among the candidates).
+Prepare = tuple[str, int, list[str], Ahead | None, str | None]
+#: Parent -> helper: ("plan", batch number, chunk number, the sketches of its new memories as
+#: ``_fields``, the writes as (ids: the new memory's, then its candidates'; stamp; entity counts)).
 Chunk = tuple[str, int, int, list[tuple[object, ...]], list[tuple[list[str], datetime, dict[str, int]]]]
 #: Parent -> helper: ("taken", batch number, chunk number): the batch plans its chunks from this one
 #: on itself (the helper skips them).
@@ -282,18 +296,22 @@ class Helper:
         """The running helper, if any."""
         return self._link.process if self._link is not None else None
 
-    def planner(self, contents: list[str], ahead: Ahead | None = None) -> Planner:
-        """A planner for a batch of memories with these ``contents``: the helper's when it is worth
-        it and works (it also looks up their lexical candidates, given ``ahead``)."""
+    def planner(
+        self, contents: list[str], load: SketchLoader, ahead: Ahead | None = None, store: str | None = None
+    ) -> Planner:
+        """A planner for a batch of memories with these ``contents`` (``load``: the sketches of their
+        candidates, as the batch sees them): the helper's when it is worth it and works. It also
+        looks up their lexical candidates, given ``ahead``, and reads the sketches of the stored ones
+        among their candidates from ``store`` (the store's file)."""
         if not self.enabled or len(contents) < HELPER_MIN_BATCH or self.broken is not None:
-            return LocalPlanner()
+            return LocalPlanner(load)
         # a frozen application's executable is no Python that runs ``-c``
         if usable_cores() < 2 or getattr(sys, "frozen", False):
-            return LocalPlanner()
+            return LocalPlanner(load)
         if self._link is None and not self._start():
-            return LocalPlanner()
+            return LocalPlanner(load)
         self._batches += 1
-        return _HelperPlanner(self, self._batches, contents, ahead)
+        return _HelperPlanner(self, self._batches, contents, load, ahead, store)
 
     def _start(self) -> bool:
         package = Path(__file__).resolve().parents[3]  # the folder holding memory_orchestrator
@@ -363,14 +381,22 @@ class Helper:
 
 class _HelperPlanner:
     """A batch's writes, planned by the helper chunk by chunk; whatever it does not answer is planned
-    here from the inputs kept meanwhile."""
+    here from the inputs kept meanwhile (the candidates' sketches loaded then, by ``load``)."""
 
-    def __init__(self, helper: Helper, batch: int, contents: list[str], ahead: Ahead | None) -> None:
+    def __init__(
+        self,
+        helper: Helper,
+        batch: int,
+        contents: list[str],
+        load: SketchLoader,
+        ahead: Ahead | None,
+        store: str | None,
+    ) -> None:
         self._helper = helper
         self._batch = batch
+        self._load = load
         self._inputs: list[Inputs] = []
-        #: Ids of the sketches the helper has for this batch (it keeps them until the next batch).
-        self._sent: set[str] = set()
+        #: The sketches of the new memories of the chunk being filled (the helper reads the stored ones).
         self._fresh: list[tuple[object, ...]] = []
         self._writes: list[tuple[list[str], datetime, dict[str, int]]] = []
         #: Writes in each chunk sent, in order.
@@ -378,7 +404,7 @@ class _HelperPlanner:
         self._failed = False
         #: What the helper read of the batch's texts so far, and how many it will send.
         self._prepared: list[ReadAhead] = []
-        self._texts = len(contents) if helper.send(("prepare", batch, contents, ahead)) else 0
+        self._texts = len(contents) if helper.send(("prepare", batch, contents, ahead, store)) else 0
         #: The rowids the helper's lookups assume, while the batch's agree (``written``).
         self._rows = ahead.rows if ahead is not None else None
         #: Plans answered but not yet taken, by chunk.
@@ -454,21 +480,13 @@ class _HelperPlanner:
         self._helper.give_up("answered out of order")
         return False
 
-    def add(
-        self, new: MemorySketch, others: list[MemorySketch], at: datetime, counts: Mapping[str, int]
-    ) -> None:
-        """Queue one more write (sent with its chunk)."""
+    def add(self, new: MemorySketch, others: list[str], at: datetime, counts: Mapping[str, int]) -> None:
+        """Queue one more write (sent with its chunk): the new memory's sketch, its candidates' ids."""
         self._inputs.append((new, others, at, counts))
         if self._failed:
             return
-        sent, fresh = self._sent, self._fresh
-        ids = []
-        for sketch in (new, *others):
-            if sketch.id not in sent:
-                sent.add(sketch.id)
-                fresh.append(_fields(sketch))
-            ids.append(sketch.id)
-        self._writes.append((ids, at, dict(counts)))
+        self._fresh.append(_fields(new))
+        self._writes.append(([new.id, *others], at, dict(counts)))
         if len(self._writes) >= CHUNK:
             self._send()
 
@@ -524,16 +542,20 @@ class _HelperPlanner:
         rest: list[Planned] = []
         for chunk in range(self._front, self._back):  # neither answered nor taken: the helper failed
             rest += self._plan_here(chunk)
-        self._unsent = [plan(*inputs) for inputs in self._inputs[sum(self._sizes) :]]
+        self._unsent = [self._plan(inputs) for inputs in self._inputs[sum(self._sizes) :]]
         return rest + self._unsent
 
     def _plan_here(self, chunk: int) -> list[Planned]:
         # the plans of the writes sent in ``chunk``, made here (and kept for ``results``)
         start = sum(self._sizes[:chunk])
         planned = self._here[chunk] = [
-            plan(*inputs) for inputs in self._inputs[start : start + self._sizes[chunk]]
+            self._plan(inputs) for inputs in self._inputs[start : start + self._sizes[chunk]]
         ]
         return planned
+
+    def _plan(self, inputs: Inputs) -> Planned:
+        new, others, at, counts = inputs
+        return plan(new, self._load(others), at, counts)
 
     def results(self) -> list[Planned]:
         """Every write's plan, in order (``settle`` until every one is given)."""
@@ -557,12 +579,19 @@ def serve(source: IO[bytes], sink: IO[bytes]) -> None:
     """The helper's loop: answer each message read from ``source`` on ``sink``."""
     gc.disable()  # it makes sketches, edges and rows, none of them in a cycle
     put(sink, HELLO)
+    #: The sketches of the batch's new memories, then of stored memories (kept from batch to batch:
+    #: the same ones are candidates batch after batch; a batch's own are stored once it committed,
+    #: and ids are never reused, so one that rolled back is never asked for again).
     sketches: dict[str, MemorySketch] = {}
+    kept = SketchCache(HELPER_SKETCHES)
     stores: dict[str, sqlite3.Connection] = {}
+    store: str | None = None
     inbox = _Inbox(source)
     while (message := inbox.next()) is not None:
-        if message[0] == "prepare":  # a new batch: the last one's sketches are not needed any more
-            _, batch, contents, ahead = cast(Prepare, message)
+        if message[0] == "prepare":  # a new batch: the last one's memories are stored ones now
+            _, batch, contents, ahead, store = cast(Prepare, message)
+            for item in sketches.values():
+                kept.put(item)
             sketches.clear()
             lexical = _lookups(stores, ahead, contents)
             for chunk, start in enumerate(range(0, len(contents), CHUNK)):
@@ -574,9 +603,12 @@ def serve(source: IO[bytes], sink: IO[bytes]) -> None:
             continue  # and so are the batch's later chunks: none needs this one's sketches
         for fields in fresh:
             sketches[cast(str, fields[0])] = MemorySketch(*cast(Any, fields))
+        chunk_sketches = _chunk_sketches(stores, store, writes, sketches, kept)
+        if chunk_sketches is None:
+            continue  # no answer: the batch plans this chunk itself
         plans = []
         for ids, at, counts in writes:
-            found = [sketches[memory_id] for memory_id in ids]
+            found = [chunk_sketches[memory_id] for memory_id in ids]
             plans.append(plan(found[0], found[1:], at, counts))
         put(sink, ("planned", batch, chunk, plans))
 
@@ -633,6 +665,65 @@ class _Inbox:
             self._ready.append(message)
 
 
+#: The sketched columns of stored memories, by id.
+_SKETCHES = (
+    f"SELECT {SKETCH_COLUMNS} FROM memories m LEFT JOIN memories_fts f ON f.rowid = m.rowid "
+    "WHERE m.id IN (SELECT value FROM json_each(?))"
+)
+
+
+def _chunk_sketches(
+    stores: dict[str, sqlite3.Connection],
+    store: str | None,
+    writes: list[tuple[list[str], datetime, dict[str, int]]],
+    sketches: dict[str, MemorySketch],
+    kept: SketchCache,
+) -> dict[str, MemorySketch] | None:
+    """The sketches of a chunk's memories and candidates by id: from ``sketches`` (the batch's new
+    memories), ``kept``, or else read from ``store`` (stored memories: each a candidate because it
+    was active in the store as the batch found it, and no one else writes while the batch does) and
+    kept. ``None`` when some cannot be read."""
+    chunk: dict[str, MemorySketch] = {}
+    wanted: set[str] = set()
+    for ids, _, _ in writes:
+        for memory_id in ids:
+            if memory_id not in chunk and (item := sketches.get(memory_id) or kept.get(memory_id)):
+                chunk[memory_id] = item
+            elif memory_id not in chunk:
+                wanted.add(memory_id)
+    if not wanted:
+        return chunk
+    if store is None:
+        return None
+    try:
+        for row in _connection(stores, store).execute(_SKETCHES, (json.dumps(sorted(wanted)),)):
+            item = chunk[row[0]] = sketch_of(tuple(row))
+            kept.put(item)
+    except (sqlite3.Error, OSError, ValueError):
+        _drop(stores, store)
+        return None
+    return chunk if wanted <= chunk.keys() else None
+
+
+def _connection(stores: dict[str, sqlite3.Connection], path: str) -> sqlite3.Connection:
+    """The helper's read connection to the store at ``path``, kept from batch to batch (one store at
+    a time: a backend's helper serves one store)."""
+    connection = stores.get(path)
+    if connection is None:
+        for other in stores.values():
+            other.close()
+        stores.clear()
+        connection = stores[path] = read_connection(path)
+    return connection
+
+
+def _drop(stores: dict[str, sqlite3.Connection], path: str) -> None:
+    """Close the connection to ``path`` after an error (the next use opens another)."""
+    dropped = stores.pop(path, None)
+    if dropped is not None:
+        dropped.close()
+
+
 def _lookups(
     stores: dict[str, sqlite3.Connection], ahead: Ahead | None, contents: list[str]
 ) -> Iterator[list[int] | None]:
@@ -641,20 +732,12 @@ def _lookups(
     or the store could not be read (its connection is dropped)."""
     answered = 0
     if ahead is not None:
-        connection = stores.get(ahead.path)
         try:
-            if connection is None:
-                for other in stores.values():
-                    other.close()
-                stores.clear()
-                connection = stores[ahead.path] = read_connection(ahead.path)
-            for found in look_ahead(connection, ahead, contents):
+            for found in look_ahead(_connection(stores, ahead.path), ahead, contents):
                 yield found
                 answered += 1
         except (sqlite3.Error, OSError, ValueError):
-            dropped = stores.pop(ahead.path, None)
-            if dropped is not None:
-                dropped.close()
+            _drop(stores, ahead.path)
     for _ in range(answered, len(contents)):
         yield None
 
