@@ -26,7 +26,7 @@ batch's own thread pickles what it sends and unpickles what it takes. (When the 
 held the GIL a millisecond or more at a time, and each of the batch's SQLite statements, which lets
 the GIL go while SQLite works, then waited to get it back: 0.6-1.0 s of a 10k import's ~6 s.) The
 helper reads the sketches of the stored candidates itself, from the store over its read connection
-(``writes.sketch_of``, as the batch would), and keeps them from batch to batch
+(``writes.load_sketches``, as the batch does), and keeps them from batch to batch
 (``writes.SketchCache``): the batch used to load them and pickle each down the pipe once per batch,
 ~10% of its thread's time at 100k memories.
 
@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import json
 import logging
 import os
 import pickle
@@ -59,9 +58,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import IO, Any, NamedTuple, Protocol, cast
 
+import aiosqlite
+
 from memory_orchestrator.adapters.sqlite.graph import EdgeRow, edge_rows
 from memory_orchestrator.adapters.sqlite.lexicon import Ahead, look_ahead, read_connection
-from memory_orchestrator.adapters.sqlite.writes import SKETCH_COLUMNS, SketchCache, sketch_of
+from memory_orchestrator.adapters.sqlite.sync_db import SyncConnection, run_to_end
+from memory_orchestrator.adapters.sqlite.writes import SketchCache, load_sketches
 from memory_orchestrator.ports.autolinks import MemorySketch, plan_links
 from memory_orchestrator.ports.records import LinkCandidate
 from memory_orchestrator.ports.text import extract_entities, name_candidates
@@ -665,13 +667,6 @@ class _Inbox:
             self._ready.append(message)
 
 
-#: The sketched columns of stored memories, by id.
-_SKETCHES = (
-    f"SELECT {SKETCH_COLUMNS} FROM memories m LEFT JOIN memories_fts f ON f.rowid = m.rowid "
-    "WHERE m.id IN (SELECT value FROM json_each(?))"
-)
-
-
 def _chunk_sketches(
     stores: dict[str, sqlite3.Connection],
     store: str | None,
@@ -680,29 +675,30 @@ def _chunk_sketches(
     kept: SketchCache,
 ) -> dict[str, MemorySketch] | None:
     """The sketches of a chunk's memories and candidates by id: from ``sketches`` (the batch's new
-    memories), ``kept``, or else read from ``store`` (stored memories: each a candidate because it
-    was active in the store as the batch found it, and no one else writes while the batch does) and
-    kept. ``None`` when some cannot be read."""
+    memories), ``kept``, or else read from ``store`` as the batch reads them (``load_sketches``:
+    stored memories, each a candidate because it was active in the store as the batch found it, and
+    no one else writes while the batch does) and kept. ``None`` when some cannot be read."""
     chunk: dict[str, MemorySketch] = {}
-    wanted: set[str] = set()
+    stored: set[str] = set()
     for ids, _, _ in writes:
         for memory_id in ids:
-            if memory_id not in chunk and (item := sketches.get(memory_id) or kept.get(memory_id)):
+            item = sketches.get(memory_id)
+            if item is None:
+                stored.add(memory_id)
+            else:
                 chunk[memory_id] = item
-            elif memory_id not in chunk:
-                wanted.add(memory_id)
-    if not wanted:
-        return chunk
-    if store is None:
-        return None
-    try:
-        for row in _connection(stores, store).execute(_SKETCHES, (json.dumps(sorted(wanted)),)):
-            item = chunk[row[0]] = sketch_of(tuple(row))
-            kept.put(item)
-    except (sqlite3.Error, OSError, ValueError):
-        _drop(stores, store)
-        return None
-    return chunk if wanted <= chunk.keys() else None
+    cached, missing = kept.split(stored)
+    chunk.update((item.id, item) for item in cached)
+    if missing:
+        if store is None:
+            return None
+        try:
+            db = cast(aiosqlite.Connection, SyncConnection(_connection(stores, store)))
+            chunk.update((item.id, item) for item in run_to_end(load_sketches(db, set(missing), kept)))
+        except (sqlite3.Error, OSError, ValueError):
+            _drop(stores, store)
+            return None
+    return chunk if stored <= chunk.keys() else None
 
 
 def _connection(stores: dict[str, sqlite3.Connection], path: str) -> sqlite3.Connection:
