@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from memory_orchestrator.adapters.sqlite import create_backend, impacts, retrieval, schema
+from memory_orchestrator.adapters.sqlite.context import BM25
 from memory_orchestrator.ports import Filters, NewMemory
 from memory_orchestrator.ports.text import tokenize
 
@@ -185,3 +186,45 @@ async def test_keyword_searches_sharing_the_connection_at_once_each_find_their_o
     assert [[(r.id, s) for r, s in found] for found in together] == [
         [(r.id, s) for r, s in found] for found in alone
     ]
+
+
+def _fts_pool(db: sqlite3.Connection, terms: list[str], pool: int) -> list[tuple[int, float]]:
+    sql = f"SELECT rowid, {BM25} AS rank FROM memories_fts WHERE memories_fts MATCH ? ORDER BY rank LIMIT ?"
+    return [(int(row), float(rank)) for row, rank in db.execute(sql, (" OR ".join(terms), pool))]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("combined", [impacts.COMBINED_STEMS, 0])
+async def test_both_scorers_give_fts5s_own_scores_and_the_rows_matching_several_terms(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, combined: int
+) -> None:
+    # rows saying "alpha" or "beta" three times fill each stem's best postings; rows saying both
+    # once, among many other words, are in none of them and still make the pool, as does a row
+    # saying all three terms: by combination (the default for two or three distinct stems) or by
+    # one scan of every match, the pool and its doubles are FTS5's
+    _prune_every_query(monkeypatch, deepest=1.0)
+    monkeypatch.setattr(impacts, "COMBINED_STEMS", combined)
+    filler = " ".join(f"word{k}" for k in range(6))
+    texts = [f"alpha alpha alpha short{i}" for i in range(8)] + [f"beta beta beta short{i}" for i in range(8)]
+    texts += [f"alpha beta {filler} both{i}" for i in range(4)] + [f"alpha beta gamma {filler} all"]
+    texts += [f"gamma {filler} {filler} long{i}" for i in range(6)]
+    texts += [f"{filler} other{i}" for i in range(30)]
+    moments = [T0 + timedelta(days=i) for i in range(len(texts))]
+    memories = [NewMemory(text, dedup=False, created_at=at) for text, at in zip(texts, moments, strict=True)]
+    path = tmp_path / "m.db"
+    async with create_backend({"path": str(path)}) as backend:
+        await backend.remember_many(memories)
+        with sqlite3.connect(path) as db:
+            for terms in (["alpha", "beta"], ["beta", "gamma", "alpha"], ["alpha", "beta", "gamma", "both0"]):
+                pruned = await impacts.best_matches(backend.db, BM25, terms, 8, len(texts))
+                every = _fts_pool(db, terms, 8)
+                assert pruned is not None
+                assert [rank for _, rank in pruned] == [rank for _, rank in every]  # the same doubles
+                # the same rows, but for ties with the last one
+                assert {row for row, rank in pruned if rank < every[-1][1]} == {
+                    row for row, rank in every if rank < every[-1][1]
+                }
+                # ... rows that no term's best postings hold, found as matching several terms
+                sql = "SELECT row FROM keyword_impacts WHERE term = ? ORDER BY impact DESC LIMIT 8"
+                read = {int(row) for term in terms for (row,) in db.execute(sql, (term,))}
+                assert {row for row, _ in pruned} - read

@@ -5,13 +5,19 @@ memories a common query term matches tens of thousands of them (most of a contex
 ``keyword_impacts`` keeps, per stemmed term of the keyword index (both columns, FTS5's own
 stemmer), each memory's BM25 term part ``f (k1 + 1) / (f + k1 (1 - b + b d / L))`` (``f``: the
 column-weighted frequency, ``d``: the row's tokens, ``L``: the reference length in ``meta``),
-ordered best first. A query reads the best postings of each term, takes every memory matching two
-or more of its terms from FTS5 (a cheap boolean query), and lets FTS5 score only those candidates
-with the same ``bm25()`` as before; a memory outside them matches one term only and scores at most
-that term's idf times its last posting read (scaled by how far the store's average length has
-drifted from ``L``), so when the pool's worst score beats that bound the pool is exactly FTS5's
-(up to ties). Otherwise the postings down to the bound the pool sets are read and scored too, which
-is exact; when even that would read most postings, the plain query runs instead.
+ordered best first. A query reads the best postings of each term and scores them, together with
+every memory matching two or more of its terms; a memory outside them matches one term only and
+scores at most that term's idf times its last posting read (scaled by how far the store's average
+length has drifted from ``L``), so when the pool's worst score beats that bound the pool is exactly
+FTS5's (up to ties). Otherwise the postings down to the bound the pool sets are read and scored
+too, which is exact; when even that would read most postings, the plain query runs instead.
+
+The scores are ``bm25()``'s own doubles. A memory matching one term scores what its posting gives
+(fts5_aux.c's arithmetic, in its order); one matching two or more scores what FTS5 gives it for the
+``AND`` of exactly those terms (the same phrases in the same order; an absent phrase adds 0.0), so
+with two or three distinct terms a query asks FTS5 for the best ``pool`` of each combination of
+them. With more, FTS5 scores the candidates and every memory matching two or more terms in one scan
+of all the matches, a scan that filters tens of thousands of rows at 100k memories.
 
 The postings follow the FTS rows: every write of a row (insert, context refresh, forget) re-derives
 that row's postings here (``reindex``). Below ``SMALL_STORE`` memories none are kept (every match is
@@ -42,6 +48,9 @@ SMALL_QUERY = 6000
 MOST_STEMS = 6
 #: Give up pruning when the second round would read more than this share of a term's postings.
 DEEPEST = 0.25
+#: Most distinct stems scored by combination (one FTS5 query of ``2^n - n - 1`` parts); more go
+#: through the scan of every match (``_FtsScorer``).
+COMBINED_STEMS = 3
 
 # A scratch FTS5 table with the keyword index's tokenizer and columns: its vocabulary is the stems
 # FTS5 derives, so the postings use exactly the index's terms (no second stemmer to drift from it).
@@ -173,19 +182,20 @@ async def best_matches(
     # a phrase's idf as bm25() computes it; a stem spelled by two query terms is two phrases
     idf = {stem: stems.count(stem) * _idf(rows, counts[stem]) for stem in distinct}
     stretch = max(1.0, length / reference)
-    scorer: _Scorer = (
-        _OwnScorer(idf[distinct[0]], length, pool)
-        if len(distinct) == 1
-        else _FtsScorer(db, bm25, terms, stems, pool)
-    )
-    candidates: dict[int, Posting] = {}
+    scorer: _Scorer
+    if len(distinct) == 1:
+        scorer = _OwnScorer(length, pool)
+    elif len(distinct) == len(terms) <= COMBINED_STEMS:
+        scorer = _CombinedScorer(db, bm25, terms, length, pool)
+    else:
+        scorer = _FtsScorer(db, bm25, terms, stems, pool)
     bounds: dict[str, float] = {}
     for stem in distinct:
         postings = await _best_postings(db, stem, pool)
-        candidates.update((posting[0], posting) for posting in postings)
+        scorer.add(idf[stem], postings)
         last = postings[-1][1] if len(postings) == pool else 0.0
         bounds[stem] = idf[stem] * last * stretch
-    best = await scorer.score(candidates)
+    best = await scorer.score()
     worst = -best[-1][1] if len(best) == pool else None
     if worst is not None and max(bounds.values()) <= worst:
         return best
@@ -197,38 +207,91 @@ async def best_matches(
             deeper = await _postings_above(db, stem, floor, int(counts[stem] * DEEPEST) + 1)
             if deeper is None:
                 return None
-            candidates.update((posting[0], posting) for posting in deeper)
-    return await scorer.score(candidates)
+            scorer.add(idf[stem], deeper)
+    return await scorer.score()
 
 
 class _Scorer(Protocol):
-    async def score(self, candidates: dict[int, Posting]) -> list[tuple[int, float]]: ...
+    """Scores the postings read so far (``add``: those of one stem, whose phrase idf is ``idf``) and
+    every memory matching two or more stems: the best ``pool`` as ``(rowid, bm25)``, best first."""
+
+    def add(self, idf: float, postings: Sequence[Posting]) -> None: ...
+
+    async def score(self) -> list[tuple[int, float]]: ...
+
+
+def _rank(idf: float, f: float, d: int, length: float) -> float:
+    """``bm25()`` of a memory matching one phrase of a query, from its posting: the same operations
+    in the same order as fts5Bm25Function, so the same double (an absent phrase adds 0.0)."""
+    return -1.0 * (0.0 + idf * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * d / length))))
+
+
+def _best(ranks: dict[int, float], pool: int) -> list[tuple[int, float]]:
+    ranked = sorted((rank, row) for row, rank in ranks.items())
+    return [(row, rank) for rank, row in ranked[:pool]]
 
 
 class _OwnScorer:
-    """One stem: ``bm25()`` computed from the postings themselves, as fts5_aux.c computes it."""
+    """One stem: ``bm25()`` computed from the postings themselves."""
 
-    def __init__(self, idf: float, length: float, pool: int) -> None:
-        self.idf, self.length, self.pool = idf, length, pool
+    def __init__(self, length: float, pool: int) -> None:
+        self.length, self.pool = length, pool
+        self.ranks: dict[int, float] = {}
 
-    async def score(self, candidates: dict[int, Posting]) -> list[tuple[int, float]]:
-        # the same operations in the same order as fts5Bm25Function, so the same doubles
-        ranked = [
-            (-1.0 * (0.0 + self.idf * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * d / self.length)))), row)
-            for row, _, f, d in candidates.values()
+    def add(self, idf: float, postings: Sequence[Posting]) -> None:
+        self.ranks.update((row, _rank(idf, f, d, self.length)) for row, _, f, d in postings)
+
+    async def score(self) -> list[tuple[int, float]]:
+        return _best(self.ranks, self.pool)
+
+
+class _CombinedScorer:
+    """Two or three stems, each spelled once in the query: a memory matching one of them scores what
+    its posting gives; the memories matching two or more are the best ``pool`` of each combination's
+    ``AND``, as FTS5 scores it (asked once). A memory keeps its best score: a combination short of
+    all the terms it matches scores it lower, and when its exact combination did not keep it,
+    ``pool`` memories score at least as well."""
+
+    def __init__(self, db: Connection, bm25: str, terms: Sequence[str], length: float, pool: int) -> None:
+        self.db, self.length, self.pool = db, length, pool
+        self.ranks: dict[int, float] = {}
+        self.together: list[tuple[int, float]] | None = None
+        best = f"SELECT * FROM (SELECT rowid, {bm25} FROM memories_fts WHERE memories_fts MATCH ? "
+        best += "ORDER BY 2 LIMIT ?)"
+        combinations = [
+            " AND ".join(_quoted(term) for term in combination)
+            for size in range(2, len(terms) + 1)
+            for combination in itertools.combinations(terms, size)
         ]
-        ranked.sort()
-        return [(row, rank) for rank, row in ranked[: self.pool]]
+        self.sql = " UNION ALL ".join(best for _ in combinations)
+        self.params = [value for combination in combinations for value in (combination, pool)]
+
+    def add(self, idf: float, postings: Sequence[Posting]) -> None:
+        for row, _, f, d in postings:
+            rank = _rank(idf, f, d, self.length)
+            if rank < self.ranks.get(row, math.inf):
+                self.ranks[row] = rank
+
+    async def score(self) -> list[tuple[int, float]]:
+        if self.together is None:
+            rows = await self.db.execute_fetchall(self.sql, self.params)
+            self.together = [(int(row[0]), float(row[1])) for row in rows]
+        ranks = dict(self.ranks)
+        for row, rank in self.together:
+            if rank < ranks.get(row, math.inf):
+                ranks[row] = rank
+        return _best(ranks, self.pool)
 
 
 class _FtsScorer:
-    """Several stems: FTS5's own ``bm25()`` over the candidates and every memory matching two or
-    more stems (scanning the matches, scoring only those)."""
+    """More stems, or a stem spelled twice: FTS5's own ``bm25()`` over the candidates and every
+    memory matching two or more stems (scanning the matches, scoring only those)."""
 
     def __init__(self, db: Connection, bm25: str, terms: Sequence[str], stems: list[str], pool: int) -> None:
         spelled = list({stem: term for term, stem in zip(terms, stems, strict=True)}.values())
         pairs = [f"({_quoted(a)} AND {_quoted(b)})" for i, a in enumerate(spelled) for b in spelled[i + 1 :]]
         self.db, self.pool = db, pool
+        self.rows: set[int] = set()
         self.params = (" OR ".join(_quoted(term) for term in terms), " OR ".join(pairs))
         # '+rowid': a filter, not a rowid lookup (FTS5 would re-run the whole query per value)
         self.sql = (
@@ -237,10 +300,13 @@ class _FtsScorer:
             "UNION SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?) ORDER BY rank LIMIT ?"
         )
 
-    async def score(self, candidates: dict[int, Posting]) -> list[tuple[int, float]]:
+    def add(self, idf: float, postings: Sequence[Posting]) -> None:
+        self.rows.update(posting[0] for posting in postings)
+
+    async def score(self) -> list[tuple[int, float]]:
         query, pairs = self.params
         rows = await self.db.execute_fetchall(
-            self.sql, (query, json.dumps(sorted(candidates)), pairs, self.pool)
+            self.sql, (query, json.dumps(sorted(self.rows)), pairs, self.pool)
         )
         return [(int(row[0]), float(row[1])) for row in rows]
 
