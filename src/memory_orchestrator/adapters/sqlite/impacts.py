@@ -183,8 +183,8 @@ async def best_matches(
     idf = {stem: stems.count(stem) * _idf(rows, counts[stem]) for stem in distinct}
     stretch = max(1.0, length / reference)
     scorer: _Scorer
-    if len(distinct) == 1:
-        scorer = _OwnScorer(length, pool)
+    if len(distinct) == 1:  # one stem, however often spelled: nothing to combine
+        scorer = _CombinedScorer(db, bm25, (), length, pool)
     elif len(distinct) == len(terms) <= COMBINED_STEMS:
         scorer = _CombinedScorer(db, bm25, terms, length, pool)
     else:
@@ -226,31 +226,12 @@ def _rank(idf: float, f: float, d: int, length: float) -> float:
     return -1.0 * (0.0 + idf * ((f * (K1 + 1.0)) / (f + K1 * (1 - B + B * d / length))))
 
 
-def _best(ranks: dict[int, float], pool: int) -> list[tuple[int, float]]:
-    ranked = sorted((rank, row) for row, rank in ranks.items())
-    return [(row, rank) for rank, row in ranked[:pool]]
-
-
-class _OwnScorer:
-    """One stem: ``bm25()`` computed from the postings themselves."""
-
-    def __init__(self, length: float, pool: int) -> None:
-        self.length, self.pool = length, pool
-        self.ranks: dict[int, float] = {}
-
-    def add(self, idf: float, postings: Sequence[Posting]) -> None:
-        self.ranks.update((row, _rank(idf, f, d, self.length)) for row, _, f, d in postings)
-
-    async def score(self) -> list[tuple[int, float]]:
-        return _best(self.ranks, self.pool)
-
-
 class _CombinedScorer:
-    """Two or three stems, each spelled once in the query: a memory matching one of them scores what
-    its posting gives; the memories matching two or more are the best ``pool`` of each combination's
-    ``AND``, as FTS5 scores it (asked once). A memory keeps its best score: a combination short of
-    all the terms it matches scores it lower, and when its exact combination did not keep it,
-    ``pool`` memories score at least as well."""
+    """One stem, or two or three each spelled once in the query: a memory matching one of them scores
+    what its posting gives; the memories matching two or more are the best ``pool`` of each
+    combination's ``AND``, as FTS5 scores it (asked once). A memory keeps its best score: a
+    combination short of all the terms it matches scores it lower, and when its exact combination did
+    not keep it, ``pool`` memories score at least as well."""
 
     def __init__(self, db: Connection, bm25: str, terms: Sequence[str], length: float, pool: int) -> None:
         self.db, self.length, self.pool = db, length, pool
@@ -263,7 +244,7 @@ class _CombinedScorer:
             for size in range(2, len(terms) + 1)
             for combination in itertools.combinations(terms, size)
         ]
-        self.sql = " UNION ALL ".join(best for _ in combinations)
+        self.sql = " UNION ALL ".join(best for _ in combinations)  # "": one term, none to ask for
         self.params = [value for combination in combinations for value in (combination, pool)]
 
     def add(self, idf: float, postings: Sequence[Posting]) -> None:
@@ -274,13 +255,14 @@ class _CombinedScorer:
 
     async def score(self) -> list[tuple[int, float]]:
         if self.together is None:
-            rows = await self.db.execute_fetchall(self.sql, self.params)
+            rows = await self.db.execute_fetchall(self.sql, self.params) if self.sql else []
             self.together = [(int(row[0]), float(row[1])) for row in rows]
         ranks = dict(self.ranks)
         for row, rank in self.together:
             if rank < ranks.get(row, math.inf):
                 ranks[row] = rank
-        return _best(ranks, self.pool)
+        ranked = sorted((rank, row) for row, rank in ranks.items())
+        return [(row, rank) for rank, row in ranked[: self.pool]]
 
 
 class _FtsScorer:
