@@ -133,8 +133,15 @@ def test_bench_measures_every_operation_per_size(isolated: Path) -> None:
         # the overhead excludes time inside the backend, so it never exceeds the wall time
         assert row["overhead_ms"]["memory_search"]["p50"] <= latency["memory_search"]["max"]
         assert row["peak_rss_mb"] > 0 and row["ingest"]["memories_per_s"] > 0
+    # memory_context once more on both stores, interleaved, with queries neither had answered
+    growth = document["growth"]
+    cells = growth["memory_context_ms"]
+    assert {size: cell["n"] for size, cell in cells.items()} == {"20": 4, "40": 4}
+    assert growth["p50_over_smallest"] == {"20": 1.0, "40": round(cells["40"]["p50"] / cells["20"]["p50"], 3)}
+    assert growth["errors"]["count"] == 0
     for name in ("bench.json", "bench.md", "latency_vs_size.png", "latency_distribution.png"):
         assert (out / name).stat().st_size > 0
+    assert "## memory_context growth, the sizes interleaved" in (out / "bench.md").read_text()
 
 
 def test_bench_times_mcp_stdio_and_http_and_loads_http_on_sqlite(isolated: Path) -> None:
@@ -144,7 +151,9 @@ def test_bench_times_mcp_stdio_and_http_and_loads_http_on_sqlite(isolated: Path)
         "--out", str(isolated / "bench"), "--no-progress", "--json",
     )  # fmt: skip
     assert code == 0, stderr
-    measured = json.loads(stdout)["sizes"][0]["transports"]
+    document = json.loads(stdout)
+    assert document["growth"] is None  # one size: nothing to compare
+    measured = document["sizes"][0]["transports"]
     paths = measured["memory_search_ms"]
     assert {path: paths[path]["n"] for path in paths} == dict.fromkeys(
         ("in_process", "stdio", "http", "stdio_bare", "http_bare"), 5

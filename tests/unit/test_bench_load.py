@@ -11,7 +11,8 @@ from contextlib import asynccontextmanager
 
 import pytest
 
-from memory_orchestrator.evaluation.transports import bare_http, interleaved, load
+from memory_orchestrator.evaluation.interleave import interleaved
+from memory_orchestrator.evaluation.transports import bare_http, load
 from memory_orchestrator.ports import BackendUnavailable
 
 OK = b'{"jsonrpc":"2.0","id":1,"result":{"content":[],"isError":false}}'

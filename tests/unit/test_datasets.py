@@ -17,6 +17,7 @@ from memory_orchestrator.evaluation.datasets import (
     load_dataset,
     to_new_memory,
 )
+from memory_orchestrator.evaluation.synthetic import synthetic_dataset
 from memory_orchestrator.ports import (
     Capabilities,
     Edge,
@@ -275,3 +276,12 @@ async def test_ingest_links_in_one_bulk_call_and_one_by_one_when_it_is_refused(
     else:
         assert report.links == 2 and report.warnings == []
         assert (m2, m1, EdgeType.ENTITY) in linked
+
+
+def test_synthetic_queries_are_drawn_one_after_the_other_so_asking_more_keeps_the_first() -> None:
+    # the bench asks for twice its queries and times memory_context growth on the second half,
+    # which no measured size has answered; its first half stays the queries it always timed
+    few, more = synthetic_dataset(200, queries=6, seed=3), synthetic_dataset(200, queries=12, seed=3)
+    assert more.memories == few.memories and more.links == few.links
+    assert more.queries[:6] == few.queries
+    assert {query.query for query in more.queries[6:]} - {query.query for query in few.queries}

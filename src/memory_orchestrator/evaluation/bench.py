@@ -5,6 +5,12 @@ expansion), ``memory_context`` (expanded, 2 hops, packed) and ``memory_write`` (
 the raw backend ``recall`` for comparison; the orchestrator's own overhead (wall time of a call minus
 the time during which at least one backend call was in flight); peak RSS of the process.
 
+Growth: with several sizes, ``memory_context`` is timed once more at the end on every size's store
+(each kept open), the calls interleaved across the sizes (``interleave.py``) with queries none of
+them has answered yet, so the p50 of each size and its ratio to the smallest size's are measured at
+the same moments: a ratio of two sizes measured minutes apart moved with the machine as much as
+with the store.
+
 Repeat queries: the same ``memory_context`` call made again right away, by an orchestrator without a
 read cache (``memory_context_repeat``: the pipeline runs again) and by one with the ``[cache]
 reads_ttl_s`` cache (``memory_context_repeat_cached``: answered from memory, with a trace of its own).
@@ -31,8 +37,9 @@ from memory_orchestrator.domain.requests import (
     SearchRequest,
     WriteRequest,
 )
-from memory_orchestrator.evaluation.datasets import Dataset, ingest, to_new_memory
+from memory_orchestrator.evaluation.datasets import Dataset, DatasetQuery, ingest, to_new_memory
 from memory_orchestrator.evaluation.environment import versions
+from memory_orchestrator.evaluation.interleave import Caller, interleaved
 from memory_orchestrator.evaluation.metrics import Judgement, mean, percentile, recall_at_k
 from memory_orchestrator.evaluation.runner import BackendMaker, RunProgress, SilentProgress
 from memory_orchestrator.evaluation.summary import json_safe
@@ -176,9 +183,7 @@ async def _measure_reads(
             backend.recall(RecallQuery(query.query, limit=config.top_k, now=query.now))
         )
         search = SearchRequest(query.query, top_k=config.top_k, expand=False, now=query.now)
-        context = ContextRequest(
-            query.query, budget=Budget(max_items=config.top_k), now=query.now, overrides=PlanOverrides(hops=2)
-        )
+        context = _context_request(query, config)
         try:
             timer.reset()
             search_ms, result = await _timed_ms(orchestrator.search(search))
@@ -208,6 +213,13 @@ async def _measure_reads(
         samples.overhead["memory_context"].append(context_ms - context_busy)
         samples.recall.append(_recall(result.items, query.gold, dataset, config.top_k))
     return samples
+
+
+def _context_request(query: DatasetQuery, config: BenchConfig) -> ContextRequest:
+    """The ``memory_context`` call the bench times for ``query``: expanded (2 hops) and packed."""
+    return ContextRequest(
+        query.query, budget=Budget(max_items=config.top_k), now=query.now, overrides=PlanOverrides(hops=2)
+    )
 
 
 def _recall(items: Sequence[Any], gold: tuple[str, ...], dataset: Dataset, k: int) -> float:
@@ -268,7 +280,7 @@ async def _measure_transports(
             "stdio_bare": await paths.enter_async_context(transports.bare_stdio(store_file)),
             "http_bare": await paths.enter_async_context(transports.bare_http(bare_base)),
         }
-        times = await transports.interleaved(callers, calls, config.warmup)
+        times = await interleaved(callers, calls, config.warmup)
     progress.advance()
     levels = []
     async with transports.http_server(store_file, workers=config.http_workers) as base:
@@ -288,22 +300,40 @@ async def _measure_transports(
     }
 
 
+@dataclass(frozen=True, slots=True)
+class _Kept:
+    """A measured size's store, kept open for the growth measurement, and queries it has not answered."""
+
+    size: int
+    orchestrator: Orchestrator
+    unseen: tuple[DatasetQuery, ...]
+
+
 async def bench_size(
-    size: int, make_backend: BackendMaker, config: BenchConfig, progress: RunProgress
-) -> dict[str, Any]:
-    """Measure one corpus size in a fresh backend; returns its JSON-safe numbers."""
-    dataset = synthetic_dataset(size, queries=config.queries + config.warmup, seed=config.seed)
-    backend = make_backend(f"bench-{size}")
-    async with backend:
-        progress.stage(f"ingesting {size}", size)
-        report = await ingest(backend, dataset, on_progress=lambda _done, _total: progress.advance())
-        timer = TimedBackend(backend)
-        orchestrator = Orchestrator(cast(MemoryBackend, timer), config=config.pipeline)
-        progress.stage(f"querying {size}", len(dataset.queries))
-        samples = await _measure_reads(dataset, backend, timer, orchestrator, config, progress)
-        await _measure_writes(orchestrator, config, samples)
-        health = await backend.health()
-        transports = await _measure_transports(size, backend, dataset, config, progress, make_backend)
+    size: int,
+    make_backend: BackendMaker,
+    config: BenchConfig,
+    progress: RunProgress,
+    stores: AsyncExitStack,
+) -> tuple[dict[str, Any], _Kept]:
+    """Measure one corpus size in a fresh backend, which ``stores`` keeps open; returns its JSON-safe
+    numbers and the store, with as many further queries, for :func:`_measure_growth`."""
+    asked = config.queries + config.warmup
+    # the dataset's queries are drawn one after the other: its first ``asked`` do not change
+    dataset = synthetic_dataset(size, queries=2 * asked, seed=config.seed)
+    unseen = dataset.queries[asked:]
+    dataset = replace(dataset, queries=dataset.queries[:asked])
+    backend = await stores.enter_async_context(make_backend(f"bench-{size}"))
+    progress.stage(f"ingesting {size}", size)
+    report = await ingest(backend, dataset, on_progress=lambda _done, _total: progress.advance())
+    timer = TimedBackend(backend)
+    orchestrator = Orchestrator(cast(MemoryBackend, timer), config=config.pipeline)
+    progress.stage(f"querying {size}", len(dataset.queries))
+    samples = await _measure_reads(dataset, backend, timer, orchestrator, config, progress)
+    await _measure_writes(orchestrator, config, samples)
+    health = await backend.health()
+    transports = await _measure_transports(size, backend, dataset, config, progress, make_backend)
+    kept = _Kept(size, Orchestrator(backend, config=config.pipeline), unseen)
     return {
         "size": size,
         "memories": report.written,
@@ -324,6 +354,38 @@ async def bench_size(
         "samples_ms": {
             name: [round(value, 3) for value in values] for name, values in samples.latency.items()
         },
+    }, kept
+
+
+async def _measure_growth(
+    kept: Sequence[_Kept], config: BenchConfig, progress: RunProgress
+) -> dict[str, Any]:
+    """``memory_context`` on every kept store, the calls interleaved across sizes, each store with
+    queries it has not answered; each size's latency and its p50 over the smallest size's."""
+    progress.stage("memory_context growth", 1)
+    errors: list[str] = []
+
+    def caller(store: _Kept) -> Caller:
+        async def call(position: int, _arguments: dict[str, Any]) -> None:
+            query = store.unseen[position]
+            try:
+                await store.orchestrator.context(_context_request(query, config))
+            except OrchestratorError as exc:
+                errors.append(f"{store.size} {query.id}: {type(exc).__name__}: {exc}")
+
+        return call
+
+    calls: list[dict[str, Any]] = [{} for _ in kept[0].unseen]
+    times = await interleaved({str(store.size): caller(store) for store in kept}, calls, config.warmup)
+    progress.advance()
+    cells = {size: stats(values) for size, values in times.items()}
+    smallest = cells[str(kept[0].size)]["p50"]
+    return {
+        "memory_context_ms": cells,
+        "p50_over_smallest": {
+            size: round(cell["p50"] / smallest, 3) if smallest else 0.0 for size, cell in cells.items()
+        },
+        "errors": {"count": len(errors), "examples": errors[:5]},
     }
 
 
@@ -339,12 +401,18 @@ async def run_bench(
     started = time.time()
     environment = versions()
     results = []
-    for size in sorted(config.sizes):
-        results.append(await bench_size(size, make_backend, config, progress))
-        if on_size is not None:
-            on_size(results[-1])
+    kept: list[_Kept] = []
+    async with AsyncExitStack() as stores:
+        for size in sorted(config.sizes):
+            result, store = await bench_size(size, make_backend, config, progress, stores)
+            results.append(result)
+            kept.append(store)
+            if on_size is not None:
+                on_size(results[-1])
+        growth = await _measure_growth(kept, config, progress) if len(kept) > 1 else None
     return {
         "meta": {"backend": config.backend, "versions": environment, "duration_s": time.time() - started},
         "config": json_safe(config),
         "sizes": results,
+        "growth": growth,
     }

@@ -44,10 +44,12 @@ def bench_markdown(document: Mapping[str, Any], plots: list[Path]) -> str:
                 f"{_ms(cell['mean'])} |"
             )
     lines += _overhead_and_ingest_lines(document)
+    lines += _growth_lines(document)
     lines += _transport_lines(document)
     lines += [
         "",
-        "Peak RSS is the process peak so far (sizes run in ascending order in one process). Sanity recall: "
+        "Peak RSS is the process peak so far (sizes run in ascending order in one process, each store "
+        "kept open for the growth measurement). Sanity recall: "
         "memory_search finding the memory a templated synthetic query was made from (a smoke check, not a "
         "quality measure: many memories share the same entity and topic word).",
         "",
@@ -72,6 +74,29 @@ def _overhead_and_ingest_lines(document: Mapping[str, Any]) -> list[str]:
             f"{'yes' if ingest['backdated'] else 'NO'} | {row['peak_rss_mb']:.0f} | "
             f"{100 * row['search_recall@10']:.1f}% | {row['errors']['count']} |"
         )
+    return lines
+
+
+def _growth_lines(document: Mapping[str, Any]) -> list[str]:
+    growth = document.get("growth")  # none with one size, or in a report written before it existed
+    if not growth:
+        return []
+    lines = [
+        "",
+        "## memory_context growth, the sizes interleaved (ms)",
+        "",
+        "| size | p50 | p95 | p50 over the smallest size's |",
+        "|---|---|---|---|",
+    ]
+    for size, cell in growth["memory_context_ms"].items():
+        ratio = growth["p50_over_smallest"][size]
+        lines.append(f"| {size} | {_ms(cell['p50'])} | {_ms(cell['p95'])} | {ratio:.2f}x |")
+    lines += [
+        "",
+        "Timed after every size above, on each size's store (kept open), with queries none of them had "
+        "answered; each call is made on every store in turn before the next, so the ratio compares "
+        f"the same moments. Errors: {growth['errors']['count']}.",
+    ]
     return lines
 
 

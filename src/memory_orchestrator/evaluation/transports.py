@@ -1,9 +1,9 @@
 """The MCP transports in the benchmark: the same calls over stdio and streamable HTTP, and HTTP load.
 
 Real ``orchestrator serve`` processes (the console script beside this interpreter) serve the store
-the in-process measurement uses, and :func:`interleaved` makes each call on every path in turn, so
-the difference between a path and the call in process is what the transport and the server add,
-measured at the same moments. Load: ``clients`` concurrent loops posting ``memory_search`` for a
+the in-process measurement uses, and ``interleave.interleaved`` makes each call on every path in
+turn, so the difference between a path and the call in process is what the transport and the server
+add, measured at the same moments. Load: ``clients`` concurrent loops posting ``memory_search`` for a
 fixed time each (stateless JSON-RPC over HTTP, loopback only); calls/s, p50/p95 and errors per level.
 """
 
@@ -16,7 +16,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
+from memory_orchestrator.evaluation.interleave import Caller
 from memory_orchestrator.ports import BackendUnavailable
 
 READY_TIMEOUT_S = 30.0
@@ -55,10 +56,6 @@ def server_environment(store_file: Path) -> dict[str, str]:
     return env
 
 
-#: One ``memory_search`` call on some path: ``(position, arguments)``; raises when the call failed.
-Caller = Callable[[int, dict[str, Any]], Awaitable[None]]
-
-
 def _sdk_caller(client: Client) -> Caller:
     async def call(_position: int, arguments: dict[str, Any]) -> None:
         result = await client.call_tool("memory_search", arguments)
@@ -66,26 +63,6 @@ def _sdk_caller(client: Client) -> Caller:
             raise BackendUnavailable(f"memory_search over MCP failed: {result.content}", backend="mcp")
 
     return call
-
-
-async def interleaved(
-    callers: Mapping[str, Caller], calls: Sequence[dict[str, Any]], warmup: int
-) -> dict[str, list[float]]:
-    """Milliseconds of each of ``calls`` on every path of ``callers``, after the first ``warmup``
-    calls. Each call is made on every path in turn before the next (the path that goes first moves
-    on by one from call to call), so that on a shared machine every path meets the same moments:
-    measured one path after the other, a quiet minute for one and a busy one for the next made the
-    differences between them noise."""
-    names = list(callers)
-    times: dict[str, list[float]] = {name: [] for name in names}
-    for position, arguments in enumerate(calls):
-        shift = position % len(names)
-        for name in names[shift:] + names[:shift]:
-            started = time.perf_counter()
-            await callers[name](position, arguments)
-            if position >= warmup:
-                times[name].append((time.perf_counter() - started) * 1000.0)
-    return times
 
 
 @asynccontextmanager

@@ -366,6 +366,12 @@ def bench(
         print_json(document)
         return
     SafeConsole().print(_bench_table(document, name))
+    growth = document.get("growth")
+    if growth:
+        cells = growth["memory_context_ms"]
+        p50s = " / ".join(f"{size}: {cell['p50']:.1f} ms" for size, cell in cells.items())
+        ratios = " / ".join(f"{ratio:.2f}x" for ratio in growth["p50_over_smallest"].values())
+        console.print(f"memory_context p50, sizes interleaved: {p50s} ({ratios})")
     console.print(f"report: {document['files']['markdown']}")
 
 
