@@ -42,12 +42,12 @@ def wal_of(path: Path) -> Path:
 async def test_a_write_after_an_import_leaves_the_wal_to_the_background_checkpoint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(backend_module, "BULK_WAL_PAGES", 1 << 30)  # the import never checkpoints
+    monkeypatch.setattr(backend_module, "BULK_WAL_BYTES", 1 << 42)  # the import never checkpoints
     path = tmp_path / "store.db"
     async with SqliteBackend(path, clock=FixedClock(T0), bulk_helper=False) as backend:
         asked: list[int] = []
         monkeypatch.setattr(backend._checkpoints, "request", lambda: asked.append(1))
-        await backend.remember_many(memories(1500))  # a WAL of more than 1,000 pages (SQLite's mark)
+        await backend.remember_many(memories(2400))  # a WAL of more than 1,000 pages (SQLite's mark)
         size = path.stat().st_size
         await backend.remember(NewMemory("one more note about the atlas project", created_at=T0))
         await backend.forget((await backend.recent(limit=1))[0].id)

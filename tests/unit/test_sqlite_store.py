@@ -14,6 +14,7 @@ import anyio
 import pytest
 
 from memory_orchestrator.adapters.sqlite import SqliteBackend, create_backend, rows, store_path, writes
+from memory_orchestrator.adapters.sqlite.backend import BULK_WAL_BYTES, PAGE_SIZE
 from memory_orchestrator.adapters.sqlite.rows import fts_query, parse_stamp, stamp
 from memory_orchestrator.adapters.sqlite.schema import SCHEMA_VERSION
 from memory_orchestrator.adapters.sqlite.trace_store import SCHEMA, SqliteTraceStore
@@ -91,6 +92,32 @@ async def test_open_creates_wal_database_at_current_schema(tmp_path: Path) -> No
         assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
         assert db.execute("SELECT count(*) FROM memories").fetchone()[0] == 1
+
+
+@pytest.mark.anyio
+async def test_a_new_store_gets_the_larger_pages_and_an_older_one_keeps_its_own(tmp_path: Path) -> None:
+    older = tmp_path / "older.db"
+    with sqlite3.connect(older) as db:  # a store as SQLite's default page size made it
+        db.execute("PRAGMA page_size = 4096")
+        db.execute("PRAGMA journal_mode = WAL").fetchall()
+    for path, size in ((tmp_path / "new.db", PAGE_SIZE), (older, 4096)):
+        backend = SqliteBackend(path, bulk_helper=False)
+        async with backend:
+            notes = [
+                NewMemory(f"note {i} about the atlas rollout", created_at=T0 + timedelta(minutes=i))
+                for i in range(3)
+            ]
+            stored = await backend.remember_many(notes)
+            assert [hit.record.id for hit in await backend.search("atlas note")] != []
+            assert backend._writer is not None
+            # a batch's WAL budget is in bytes, whatever the page size
+            assert (
+                backend._writer.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == BULK_WAL_BYTES // size
+            )
+        with sqlite3.connect(path) as db:
+            assert db.execute("PRAGMA page_size").fetchone()[0] == size
+            assert db.execute("SELECT count(*) FROM memories").fetchone()[0] == len(stored) == 3
+    assert PAGE_SIZE != 4096
 
 
 @pytest.mark.anyio

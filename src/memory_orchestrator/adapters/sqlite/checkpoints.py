@@ -2,13 +2,13 @@
 
 A commit used to checkpoint the WAL itself once it held 1,000 pages (SQLite's automatic
 checkpoint): most writes paid nothing, and the one that crossed the mark copied every page in it.
-After a bulk import that was the import's whole WAL (a batch lets it grow to ``BULK_WAL_PAGES``):
+After a bulk import that was the import's whole WAL (a batch lets it grow to ``BULK_WAL_BYTES``):
 the first write after a 10k import waited ~0.2 s for it. Now a single write's commit never
 checkpoints; it asks this thread to, and returns. The thread runs a PASSIVE checkpoint on a connection
 of its own: it copies what it can without waiting for any reader or writer (another checkpoint
 running, in this process or another, makes it skip: the next write asks again), and once it has
 copied everything, the next write starts the WAL over from its beginning. Batches still checkpoint
-at their commit (``BULK_WAL_PAGES``): between the back-to-back batches of an import a background
+at their commit (``BULK_WAL_BYTES``): between the back-to-back batches of an import a background
 checkpoint would never finish before the next batch appended to the WAL, so the WAL would only grow.
 """
 
