@@ -1,14 +1,16 @@
-"""The slot-by-slot constructors of records read from a store make what the dataclasses make, and
-an edge's metadata decoded once per text is never shared mutable state."""
+"""The slot-by-slot constructors of records read from a store make what the dataclasses make, an
+edge's metadata decoded once per text is never shared mutable state, and a link candidate pickles
+as a call of its class (what the bulk planner's helper sends)."""
 
 from __future__ import annotations
 
+import pickle
 from datetime import UTC, datetime
 
 import pytest
 
 from memory_orchestrator.adapters.sqlite.rows import EDGE_COLUMNS, edge_from_row, record_from_row
-from memory_orchestrator.ports import Edge, EdgeType, MemoryRecord, Neighbor
+from memory_orchestrator.ports import Edge, EdgeType, LinkCandidate, MemoryRecord, Neighbor
 from memory_orchestrator.ports.records import EMPTY_MAPPING, reached_neighbor, stored_record
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -72,3 +74,20 @@ def test_a_record_row_reads_back_as_the_record() -> None:
     record = record_from_row(row, ["m-2"])
     assert record == MemoryRecord(*FIELDS, {"k": "v"}, ("m-2",))
     assert record.created_at.tzinfo is UTC and record.updated_at.tzinfo is UTC
+
+
+def test_a_link_candidate_pickles_as_a_call_of_its_class_and_loads_equal_and_frozen() -> None:
+    candidates = (
+        LinkCandidate("m-1", "the atlas cutover", 0.5, EdgeType.CAUSAL, "causes (0.50)"),
+        LinkCandidate("m-2", "lunch", 0.25),
+    )
+    assert candidates[0].__reduce_ex__(pickle.HIGHEST_PROTOCOL) == (
+        LinkCandidate,
+        ("m-1", "the atlas cutover", 0.5, EdgeType.CAUSAL, "causes (0.50)"),
+    )
+    for protocol in range(2, pickle.HIGHEST_PROTOCOL + 1):
+        loaded = pickle.loads(pickle.dumps(candidates, protocol=protocol))
+        assert loaded == candidates and repr(loaded) == repr(candidates)
+        assert loaded[1].edge_type is EdgeType.SEMANTIC and loaded[1].reason == ""
+        with pytest.raises(AttributeError):
+            loaded[0].similarity = 1.0  # type: ignore[misc]

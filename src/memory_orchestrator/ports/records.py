@@ -383,6 +383,12 @@ class LinkCandidate:
     edge_type: EdgeType = EdgeType.SEMANTIC
     reason: str = ""
 
+    def __reduce__(self) -> tuple[type[LinkCandidate], tuple[str, str, float, EdgeType, str]]:
+        # Pickled as a call of the class: a bulk import's helper process sends ~4 a write. The
+        # frozen dataclass's own state methods (a Python call per candidate that lists its fields
+        # again) loaded 448 writes' candidates in 6.2 ms; as a call, in 1.5 ms.
+        return (LinkCandidate, (self.id, self.content, self.similarity, self.edge_type, self.reason))
+
 
 @dataclass(frozen=True, slots=True)
 class WriteResult:
