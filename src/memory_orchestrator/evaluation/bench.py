@@ -150,6 +150,11 @@ def stats(values: Sequence[float]) -> dict[str, float]:
     }
 
 
+def _errors(messages: Sequence[str]) -> dict[str, Any]:
+    """How many calls failed, with the first few messages (a size's reads and writes, the growth rows)."""
+    return {"count": len(messages), "examples": list(messages[:5])}
+
+
 async def _timed_ms(call: Coroutine[Any, Any, Any]) -> tuple[float, Any]:
     started = time.perf_counter()
     result = await call
@@ -350,7 +355,7 @@ async def bench_size(
         "transports": transports,
         "search_recall@10": mean(samples.recall),
         "peak_rss_mb": peak_rss_mb(),
-        "errors": {"count": len(samples.errors), "examples": samples.errors[:5]},
+        "errors": _errors(samples.errors),
         "samples_ms": {
             name: [round(value, 3) for value in values] for name, values in samples.latency.items()
         },
@@ -385,7 +390,7 @@ async def _measure_growth(
         "p50_over_smallest": {
             size: round(cell["p50"] / smallest, 3) if smallest else 0.0 for size, cell in cells.items()
         },
-        "errors": {"count": len(errors), "examples": errors[:5]},
+        "errors": _errors(errors),
     }
 
 
