@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import json
 import sqlite3
+import struct
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -13,11 +14,13 @@ from typing import Any
 import anyio
 import pytest
 
+from memory_orchestrator.adapters.memory import InMemoryBackend
 from memory_orchestrator.adapters.sqlite import SqliteBackend, create_backend, rows, store_path, writes
 from memory_orchestrator.adapters.sqlite.backend import BULK_WAL_BYTES, PAGE_SIZE
 from memory_orchestrator.adapters.sqlite.rows import fts_query, parse_stamp, stamp
 from memory_orchestrator.adapters.sqlite.schema import SCHEMA_VERSION
 from memory_orchestrator.adapters.sqlite.trace_store import SCHEMA, SqliteTraceStore
+from memory_orchestrator.evaluation.datasets import Dataset, DatasetMemory, ingest
 from memory_orchestrator.ports import (
     BackendRejected,
     BackendUnavailable,
@@ -31,6 +34,7 @@ from memory_orchestrator.ports import (
     TraceStore,
     parse_timestamp,
 )
+from memory_orchestrator.ports.notifying import NotifyingBackend
 
 T0 = datetime(2026, 1, 5, 8, 30, tzinfo=UTC)
 
@@ -118,6 +122,58 @@ async def test_a_new_store_gets_the_larger_pages_and_an_older_one_keeps_its_own(
             assert db.execute("PRAGMA page_size").fetchone()[0] == size
             assert db.execute("SELECT count(*) FROM memories").fetchone()[0] == len(stored) == 3
     assert PAGE_SIZE != 4096  # so the two stores tell the sizes apart
+
+
+def _wal_frames(path: Path) -> tuple[int, int]:
+    """(frames in the WAL, frames of them copied back into the store), from the WAL index's header:
+    ``mxFrame`` and ``nBackfill`` (https://www.sqlite.org/walformat.html, native byte order)."""
+    header = path.with_name(path.name + "-shm").read_bytes()[:100]
+    return struct.unpack_from("=I", header, 16)[0], struct.unpack_from("=I", header, 96)[0]
+
+
+@pytest.mark.anyio
+async def test_a_bulk_session_copies_its_wal_back_when_it_ends(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    backend = SqliteBackend(path, bulk_helper=False)
+    notes = [
+        NewMemory(f"note {i} about the atlas rollout", created_at=T0 + timedelta(minutes=i))
+        for i in range(40)
+    ]
+    async with backend:
+        async with backend.bulk_session():
+            await backend.remember_many(notes[:20])
+            await backend.remember_many(notes[20:])
+            frames, copied = _wal_frames(path)
+            assert frames > copied  # well under the batches' WAL budget: no batch checkpointed
+        frames, copied = _wal_frames(path)
+        assert copied == frames > 0 and backend.bulk_checkpoints == 1
+        assert len(await backend.search("atlas rollout", limit=50)) == 40
+        with pytest.raises(RuntimeError, match="interrupted"):
+            async with backend.bulk_session():
+                await backend.remember_many(
+                    [NewMemory("one more atlas note", created_at=T0 + timedelta(hours=2))]
+                )
+                raise RuntimeError("interrupted")
+        frames, copied = _wal_frames(path)
+        assert frames > copied and backend.bulk_checkpoints == 1  # cut short: the batch stays, no checkpoint
+        assert len(await backend.search("atlas", limit=50)) == 41
+
+
+@pytest.mark.anyio
+async def test_an_import_is_one_bulk_session_through_any_wrapper(tmp_path: Path) -> None:
+    path = tmp_path / "m.db"
+    inner = SqliteBackend(path, bulk_helper=False)
+    memories = tuple(
+        DatasetMemory(
+            id=f"m{i}", content=f"note {i} about the atlas rollout", created_at=T0 + timedelta(minutes=i)
+        )
+        for i in range(30)
+    )
+    async with NotifyingBackend(inner, lambda: None) as backend:
+        report = await ingest(backend, Dataset(name="notes", memories=memories))
+        assert report.written == 30 and inner.bulk_checkpoints == 1
+    async with InMemoryBackend() as memory:  # a backend without sessions imports as before
+        assert (await ingest(memory, Dataset(name="notes", memories=memories))).written == 30
 
 
 @pytest.mark.anyio

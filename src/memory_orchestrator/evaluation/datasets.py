@@ -27,6 +27,7 @@ from memory_orchestrator.ports import (
     NewMemory,
     OrchestratorError,
     WriteResult,
+    bulk_session,
     parse_timestamp,
     remember_all,
 )
@@ -320,12 +321,13 @@ async def ingest(
         )
     ordered = chronological(dataset.memories)
     size = max(1, backend.capabilities.bulk_batch)
-    for start in range(0, len(ordered), size):
-        batch = ordered[start : start + size]
-        await _write_batch(backend, batch, report, backdated=backdated)
-        if on_progress is not None:
-            for done in range(start + 1, start + len(batch) + 1):
-                on_progress(done, len(ordered))
+    async with bulk_session(backend):  # the backend may tidy up once, after the last batch
+        for start in range(0, len(ordered), size):
+            batch = ordered[start : start + size]
+            await _write_batch(backend, batch, report, backdated=backdated)
+            if on_progress is not None:
+                for done in range(start + 1, start + len(batch) + 1):
+                    on_progress(done, len(ordered))
     await _write_links(backend, dataset.links, report)
     report.seconds = (datetime.now(UTC) - started).total_seconds()
     return report

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from datetime import datetime
 from types import TracebackType
 from typing import Any, Protocol, Self, runtime_checkable
@@ -141,6 +142,25 @@ class BulkWriter(Protocol):
         """Store ``memories`` in order, like ``remember`` each (same dedup, same edges), in fewer round
         trips. Every memory is validated before anything is stored."""
         ...
+
+
+@runtime_checkable
+class BulkSession(Protocol):
+    """A backend told when a run of ``remember_many`` calls (an import) begins and ends, so it can do
+    once at the end what it would otherwise do after every batch, or never (SQLite: copy the
+    import's WAL back into the store). Each batch is still stored and committed whole; a session
+    cut short by an error skips that end."""
+
+    def bulk_session(self) -> AbstractAsyncContextManager[None]:
+        """The session: ``async with backend.bulk_session(): ...remember_many...``."""
+        ...
+
+
+def bulk_session(backend: MemoryBackend) -> AbstractAsyncContextManager[None]:
+    """``backend``'s bulk session when it has one, else a session that does nothing."""
+    if isinstance(backend, BulkSession):
+        return backend.bulk_session()
+    return nullcontext()
 
 
 @runtime_checkable
