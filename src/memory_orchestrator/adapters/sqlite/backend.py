@@ -104,9 +104,14 @@ BULK_WAL_BYTES = 256 * 1024 * 1024
 #: Memories an import hands ``remember_many`` at once. A batch commits once and writes its index
 #: rows at its end, so larger batches rewrite fewer index pages: 10,000 memories into a 60k store took
 #: 14.5 / 13.1 / 12.0 / 11.5 / 11.2 s of CPU in batches of 250 / 1,000 / 2,000 / 5,000 / 10,000
-#: (medians of 3). A batch holds the write lock throughout: 2,000 keep that to ~1.5 s on a 10k store
-#: and ~2.6 s on a 100k one here, inside the 5 s busy timeout of a concurrent agent's write.
-BULK_BATCH = 2000
+#: (medians of 3). Past ~20k memories each batch rewrites most pages of the keyword postings and many
+#: of the edge-target, hash and entity indexes, whatever its size: a 100k import took 58.3-60.5 s in
+#: batches of 5,000 against 63.2-65.6 s in batches of 2,000 (three rounds, interleaved), a 10k one
+#: 4.2-4.3 s against 4.2-4.5 s. A batch holds the write lock throughout: 5,000 held it up to 3.7-3.9 s
+#: on the way to 100k (2,000: 2.2-2.5 s), inside the 5 s busy timeout of a concurrent agent's write
+#: (which then retries: ``WRITE_ATTEMPTS``); the import's peak RSS was 50-65 MB higher (336-340 MB
+#: at 100k, 168 MB at 10k). Batches of 10,000 were faster still at 100k, for a peak RSS of 465 MB.
+BULK_BATCH = 5000
 #: What every SQLite store can do (see ``SqliteBackend.capabilities``).
 _CAPABILITIES = Capabilities(
     vector_search=True,

@@ -77,7 +77,7 @@ HELPER_MIN_BATCH = 256
 CHUNK = 64
 #: Seconds the helper gets to exit when the backend closes before it is killed.
 EXIT_WAIT_S = 2.0
-#: Bytes a message may have: an import's batch of 2,000 texts of at most 8 KB is 16 MB; a length
+#: Bytes a message may have: an import's batch of 5,000 texts of at most 8 KB is 40 MB; a length
 #: beyond this is no helper's (a single batch that large would plan in process, with a warning).
 MAX_MESSAGE = 1 << 28
 #: Sketches of stored memories the helper keeps from batch to batch. A 100k import took as long with
