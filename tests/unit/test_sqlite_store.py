@@ -146,7 +146,7 @@ async def test_a_bulk_session_copies_its_wal_back_when_it_ends(tmp_path: Path) -
             frames, copied = _wal_frames(path)
             assert frames > copied  # well under the batches' WAL budget: no batch checkpointed
         frames, copied = _wal_frames(path)
-        assert copied == frames > 0 and backend.bulk_checkpoints == 1
+        assert copied == frames > 0 and backend._checkpoints.runs == 1
         assert len(await backend.search("atlas rollout", limit=50)) == 40
         with pytest.raises(RuntimeError, match="interrupted"):
             async with backend.bulk_session():
@@ -155,7 +155,7 @@ async def test_a_bulk_session_copies_its_wal_back_when_it_ends(tmp_path: Path) -
                 )
                 raise RuntimeError("interrupted")
         frames, copied = _wal_frames(path)
-        assert frames > copied and backend.bulk_checkpoints == 1  # cut short: the batch stays, no checkpoint
+        assert frames > copied and backend._checkpoints.runs == 1  # cut short: the batch stays, no checkpoint
         assert len(await backend.search("atlas", limit=50)) == 41
 
 
@@ -171,7 +171,7 @@ async def test_an_import_is_one_bulk_session_through_any_wrapper(tmp_path: Path)
     )
     async with NotifyingBackend(inner, lambda: None) as backend:
         report = await ingest(backend, Dataset(name="notes", memories=memories))
-        assert report.written == 30 and inner.bulk_checkpoints == 1
+        assert report.written == 30 and inner._checkpoints.runs == 1
     async with InMemoryBackend() as memory:  # a backend without sessions imports as before
         assert (await ingest(memory, Dataset(name="notes", memories=memories))).written == 30
 

@@ -188,8 +188,6 @@ class SqliteBackend(AsyncLifecycle):
         self._helper = Helper(enabled=bulk_helper)
         #: Checkpoints the WAL after single writes, in the background (``checkpoints.py``).
         self._checkpoints = Checkpointer(partial(self._connect_plain, check_same_thread=True))
-        #: Checkpoints at the end of a bulk session (``bulk_session``; for tests and benchmarks).
-        self.bulk_checkpoints = 0
 
     @property
     def capabilities(self) -> Capabilities:
@@ -400,17 +398,12 @@ class SqliteBackend(AsyncLifecycle):
         checkpoints only when the WAL holds ``BULK_WAL_BYTES``, so an import used to end with up to
         that much of its pages still in the WAL: every read that missed the page cache then looked
         them up in the WAL's index, until some later write's checkpoint (100k memories: context p50
-        26.9 ms with the checkpoint, 29.1 ms without, same process, one pair). PASSIVE: it copies
-        what no reader still needs and never waits for one."""
+        26.9 ms with the checkpoint, 29.1 ms without, same process, one pair). It is the single
+        writes' PASSIVE checkpoint (``checkpoints.py``), waited for: it copies what no reader still
+        needs, never waits for one, and a failure is logged, not raised (the batches are committed)."""
         yield
         if self._db is not None and not self.read_only:
-            await self._in_writer_thread("checkpoint after the import", self._checkpoint_now, None)
-
-    def _checkpoint_now(self, _: None) -> None:
-        with self._writer_lock:
-            if self._writer is not None:
-                self._writer.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-                self.bulk_checkpoints += 1
+            await asyncio.to_thread(self._checkpoints.now)
 
     def _remember_batch(self, memories: list[NewMemory]) -> list[WriteResult]:
         with self._writer_lock, collector_paused():

@@ -44,6 +44,11 @@ class Checkpointer:
             self._waiting = True
             self._own.submit(self._checkpoint)
 
+    def now(self) -> None:
+        """Checkpoint on the thread and wait for it, after any already asked for (blocking: call it
+        from a worker thread). A failure is logged, as in the background."""
+        self._own.submit(self._checkpoint).result()
+
     def _checkpoint(self) -> None:
         with self._lock:
             self._waiting = False
