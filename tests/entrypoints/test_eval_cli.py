@@ -114,11 +114,12 @@ def test_bench_measures_every_operation_per_size(isolated: Path) -> None:
     out = isolated / "bench"
     code, stdout, stderr = _invoke(
         "bench", "--backend", "memory", "--sizes", "40,20", "--queries", "4", "--writes", "2",
-        "--out", str(out), "--no-progress", "--json",
+        "--start-runs", "0", "--out", str(out), "--no-progress", "--json",
     )  # fmt: skip
 
     assert code == 0, stderr
     document = json.loads(stdout)
+    assert document["start"] is None  # --start-runs 0: no process started
     assert [row["size"] for row in document["sizes"]] == [20, 40]
     for row in document["sizes"]:
         assert row["memories"] == row["size"]
@@ -147,11 +148,22 @@ def test_bench_measures_every_operation_per_size(isolated: Path) -> None:
 def test_bench_times_mcp_stdio_and_http_and_loads_http_on_sqlite(isolated: Path) -> None:
     code, stdout, stderr = _invoke(
         "bench", "--backend", "sqlite", "--sizes", "60", "--queries", "5", "--writes", "1",
-        "--transport-size", "60", "--load-clients", "1,3", "--load-seconds", "1",
+        "--transport-size", "60", "--load-clients", "1,3", "--load-seconds", "1", "--start-runs", "2",
         "--out", str(isolated / "bench"), "--no-progress", "--json",
     )  # fmt: skip
     assert code == 0, stderr
     document = json.loads(stdout)
+    # start-up: --version, serve and the SDK's floor server, each started twice
+    start = document["start"]
+    cells = start["seconds"]
+    assert start["runs"] == 2 and set(cells) == {
+        "version", "serve_initialize", "serve_tools_list", "floor_initialize", "floor_tools_list"
+    }  # fmt: skip
+    assert all(0 < cell["best"] <= cell["median"] for cell in cells.values())
+    assert cells["serve_initialize"]["median"] <= cells["serve_tools_list"]["median"]
+    assert start["serve_over_floor_s"] == round(
+        cells["serve_initialize"]["median"] - cells["floor_initialize"]["median"], 4
+    )
     assert document["growth"] is None  # one size: nothing to compare
     measured = document["sizes"][0]["transports"]
     paths = measured["memory_search_ms"]
@@ -166,6 +178,7 @@ def test_bench_times_mcp_stdio_and_http_and_loads_http_on_sqlite(isolated: Path)
     assert all(level["calls"] > 0 and level["errors"] == 0 for level in measured["http_load"])
     report = (isolated / "bench" / "bench.md").read_text()
     assert "through MCP" in report and "| http_bare |" in report
+    assert "## Start-up (seconds, 2 starts each)" in report and "floor server" in report
 
 
 def test_eval_runs_as_a_real_subprocess(isolated: Path) -> None:

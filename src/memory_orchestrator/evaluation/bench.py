@@ -11,6 +11,9 @@ them has answered yet, so the p50 of each size and its ratio to the smallest siz
 the same moments: a ratio of two sizes measured minutes apart moved with the machine as much as
 with the store.
 
+Start-up: before any store is built, ``orchestrator --version`` and ``orchestrator serve`` are
+started a few times, beside the smallest server the MCP SDK makes (``startup.py``).
+
 Repeat queries: the same ``memory_context`` call made again right away, by an orchestrator without a
 read cache (``memory_context_repeat``: the pipeline runs again) and by one with the ``[cache]
 reads_ttl_s`` cache (``memory_context_repeat_cached``: answered from memory, with a trace of its own).
@@ -44,7 +47,13 @@ from memory_orchestrator.evaluation.metrics import Judgement, mean, percentile, 
 from memory_orchestrator.evaluation.runner import BackendMaker, RunProgress, SilentProgress
 from memory_orchestrator.evaluation.summary import json_safe
 from memory_orchestrator.evaluation.synthetic import new_memories, synthetic_dataset
-from memory_orchestrator.ports import InvalidRequest, MemoryBackend, OrchestratorError, RecallQuery
+from memory_orchestrator.ports import (
+    BackendUnavailable,
+    InvalidRequest,
+    MemoryBackend,
+    OrchestratorError,
+    RecallQuery,
+)
 
 OPERATIONS = (
     "raw_recall",
@@ -79,12 +88,17 @@ class BenchConfig:
     load_seconds: float = 10.0
     #: Processes of the HTTP server under load (``[http] workers``).
     http_workers: int = 1
+    #: Starts of ``orchestrator --version``, ``orchestrator serve`` and the MCP SDK's floor server,
+    #: timed before any store is built (``startup.py``); 0 = never.
+    start_runs: int = 9
 
     def __post_init__(self) -> None:
         if not self.sizes or any(size <= 0 for size in self.sizes):
             raise InvalidRequest("--sizes must be positive integers, e.g. 1000,10000")
         if self.queries <= 0 or self.writes < 0:
             raise InvalidRequest("--queries must be positive and --writes not negative")
+        if self.start_runs < 0:
+            raise InvalidRequest("--start-runs must not be negative")
 
 
 class TimedBackend:
@@ -405,6 +419,7 @@ async def run_bench(
     progress = progress or SilentProgress()
     started = time.time()
     environment = versions()
+    start = await _measure_start(config, progress) if config.start_runs else None
     results = []
     kept: list[_Kept] = []
     async with AsyncExitStack() as stores:
@@ -418,6 +433,20 @@ async def run_bench(
     return {
         "meta": {"backend": config.backend, "versions": environment, "duration_s": time.time() - started},
         "config": json_safe(config),
+        "start": start,
         "sizes": results,
         "growth": growth,
     }
+
+
+async def _measure_start(config: BenchConfig, progress: RunProgress) -> dict[str, Any]:
+    """Start-up times (``startup.py``), or why they could not be measured (the bench goes on)."""
+    from memory_orchestrator.evaluation import startup
+
+    progress.stage("start-up", 1)
+    try:
+        return await startup.start_times(config.start_runs, startup.orchestrator_command())
+    except BackendUnavailable as exc:
+        return {"runs": config.start_runs, "error": str(exc)}
+    finally:
+        progress.advance()

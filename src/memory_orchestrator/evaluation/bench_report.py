@@ -46,6 +46,7 @@ def bench_markdown(document: Mapping[str, Any], plots: list[Path]) -> str:
     lines += _overhead_and_ingest_lines(document)
     lines += _growth_lines(document)
     lines += _transport_lines(document)
+    lines += _start_lines(document)
     lines += [
         "",
         "Peak RSS is the process peak so far (sizes run in ascending order in one process, each store "
@@ -141,6 +142,32 @@ def _transport_lines(document: Mapping[str, Any]) -> list[str]:
                 f"{_ms(cell['p50'])} | {_ms(cell['p95'])} | {level['errors']} |"
             )
     return lines
+
+
+def _start_lines(document: Mapping[str, Any]) -> list[str]:
+    start = document.get("start")  # none with --start-runs 0, or in a report written before it existed
+    if not start:
+        return []
+    lines = ["", f"## Start-up (seconds, {start['runs']} starts each)", ""]
+    if "error" in start:
+        return [*lines, f"Not measured: {start['error']}"]
+    cells = start["seconds"]
+    rows = (
+        ("orchestrator --version, to its exit", "version"),
+        ("orchestrator serve (stdio), to its initialize answer", "serve_initialize"),
+        ("orchestrator serve, to its tools/list answer", "serve_tools_list"),
+        ("the MCP SDK's floor server, to its initialize answer", "floor_initialize"),
+        ("the MCP SDK's floor server, to its tools/list answer", "floor_tools_list"),
+    )
+    lines += ["| process | median | best |", "|---|---|---|"]
+    lines += [f"| {label} | {cells[key]['median']:.3f} | {cells[key]['best']:.3f} |" for label, key in rows]
+    return [
+        *lines,
+        "",
+        f"serve over the SDK's floor (medians): {start['serve_over_floor_s']:+.3f} s. The floor is the "
+        "smallest server the MCP SDK makes (one tool, the collector handled as serve handles it); the "
+        "two servers start alternately, on an empty data folder.",
+    ]
 
 
 def size_label(size: int) -> str:

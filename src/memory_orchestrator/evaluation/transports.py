@@ -14,7 +14,6 @@ import json
 import os
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -29,22 +28,13 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from memory_orchestrator.evaluation.interleave import Caller
+from memory_orchestrator.evaluation.startup import orchestrator_command
 from memory_orchestrator.ports import BackendUnavailable
 
 READY_TIMEOUT_S = 30.0
 ACCEPT = "application/json, text/event-stream"
 #: Seconds one call of the load may take (then it counts as an error and its connection is dropped).
 CALL_TIMEOUT_S = 30.0
-
-
-def orchestrator_command() -> str:
-    """The ``orchestrator`` console script of this environment."""
-    candidate = Path(sys.executable).parent / "orchestrator"
-    if not candidate.exists():
-        raise BackendUnavailable(
-            "the orchestrator console script is not installed beside Python", backend="mcp"
-        )
-    return str(candidate)
 
 
 def server_environment(store_file: Path) -> dict[str, str]:

@@ -336,6 +336,12 @@ def bench(
     ] = "1,10,50,200",
     load_seconds: Annotated[float, typer.Option(min=1, max=600, help="Seconds per load level.")] = 10.0,
     http_workers: Annotated[int, typer.Option(min=1, max=64, help="HTTP server processes under load.")] = 1,
+    start_runs: Annotated[
+        int,
+        typer.Option(
+            min=0, help="Starts of --version, serve and the MCP SDK's floor server to time (0 = never)."
+        ),
+    ] = 9,
 ) -> None:
     """Benchmark search/context/write latency, orchestrator overhead, RSS and ingest on synthetic data."""
     name = backend or state_of(ctx).backend or "sqlite"
@@ -355,6 +361,7 @@ def bench(
             backend=name, sizes=size_list, queries=queries, writes=writes, seed=seed,
             pipeline=settings.pipeline_config(), transport_size=transport_size,
             load_clients=clients, load_seconds=load_seconds, http_workers=http_workers,
+            start_runs=start_runs,
         )  # fmt: skip
         with _workdir() as workdir, TerminalProgress(console=console, enabled=progress) as bar:
             document = await run_bench(config, backend_maker(settings, plugins, name, workdir), progress=bar)
@@ -372,6 +379,16 @@ def bench(
         p50s = " / ".join(f"{size}: {cell['p50']:.1f} ms" for size, cell in cells.items())
         ratios = " / ".join(f"{ratio:.2f}x" for ratio in growth["p50_over_smallest"].values())
         console.print(f"memory_context p50, sizes interleaved: {p50s} ({ratios})")
+    start = document.get("start")
+    if start and "error" not in start:
+        cells = start["seconds"]
+        console.print(
+            f"start-up medians: --version {cells['version']['median']:.3f} s, serve answers initialize "
+            f"{cells['serve_initialize']['median']:.3f} s (the MCP SDK's floor server "
+            f"{cells['floor_initialize']['median']:.3f} s)"
+        )
+    elif start:
+        console.print(f"start-up not measured: {start['error']}")
     console.print(f"report: {document['files']['markdown']}")
 
 
