@@ -1,12 +1,14 @@
 """Start-up times of the processes a person or an MCP client launches, beside the MCP SDK's own floor.
 
-``orchestrator --version``: from process start to its exit. ``orchestrator serve`` (stdio, SQLite, an
-empty data folder): from process start to its answer to ``initialize``, and to ``tools/list`` sent
-right after. The SDK floor is the smallest server the MCP SDK makes (one tool, the collector handled
-as ``serve`` handles it: off during the imports, then what they made moved to the oldest generation),
-timed the same way: what any server built on the SDK pays before a first answer on this machine, so
-``serve``'s figure minus the floor's is the project's own share. The runs alternate which of the two
-servers starts first, so both are measured at the same moments of a shared machine.
+``orchestrator --version``: from process start to its exit. ``orchestrator serve`` (stdio, the default
+settings: SQLite in an empty data folder, which is also the working directory, so no
+``orchestrator.toml`` of the caller's is read): from process start to its answer to ``initialize``,
+and to ``tools/list`` sent right after. The SDK floor is the smallest server the MCP SDK makes (one
+tool, the collector handled as ``serve`` handles it: off during the imports, then what they made
+moved to the oldest generation), timed the same way: what any server built on the SDK pays before a
+first answer on this machine, so ``serve``'s figure minus the floor's is the project's own share. The
+runs alternate which of the two servers starts first, so both are measured at the same moments of a
+shared machine.
 
 A process that does not answer within ``timeout_s`` is killed and the measurement fails with
 :class:`BackendUnavailable`: a start-up measurement never hangs.
@@ -85,7 +87,9 @@ async def _stop(process: asyncio.subprocess.Process) -> None:
         await process.wait()
 
 
-async def serve_start(command: Sequence[str], env: dict[str, str], timeout_s: float) -> tuple[float, float]:
+async def serve_start(
+    command: Sequence[str], env: dict[str, str], timeout_s: float, *, cwd: str | None = None
+) -> tuple[float, float]:
     """Seconds from starting ``command`` (an MCP stdio server) to its answers to ``initialize`` and to
     ``tools/list``."""
     started = time.perf_counter()
@@ -95,6 +99,7 @@ async def serve_start(command: Sequence[str], env: dict[str, str], timeout_s: fl
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.DEVNULL,
         env=env,
+        cwd=cwd,
     )
     assert process.stdin is not None and process.stdout is not None
     try:
@@ -117,11 +122,13 @@ async def serve_start(command: Sequence[str], env: dict[str, str], timeout_s: fl
     return answered, finished
 
 
-async def exit_time(command: Sequence[str], env: dict[str, str], timeout_s: float) -> float:
+async def exit_time(
+    command: Sequence[str], env: dict[str, str], timeout_s: float, *, cwd: str | None = None
+) -> float:
     """Seconds from starting ``command`` to its successful exit."""
     started = time.perf_counter()
     process = await asyncio.create_subprocess_exec(
-        *command, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL, env=env
+        *command, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL, env=env, cwd=cwd
     )
     try:
         code = await asyncio.wait_for(process.wait(), timeout_s)
@@ -156,10 +163,11 @@ async def start_times(
         for run in range(runs):
             servers = [("serve", [orchestrator, "serve"]), ("floor", floor_command)]
             for name, command in servers if run % 2 == 0 else servers[::-1]:
-                answered, listed = await serve_start(command, env, timeout_s)
+                answered, listed = await serve_start(command, env, timeout_s, cwd=data_dir)
                 times[f"{name}_initialize"].append(answered)
                 times[f"{name}_tools_list"].append(listed)
-            times["version"].append(await exit_time([orchestrator, "--version"], env, timeout_s))
+            version = await exit_time([orchestrator, "--version"], env, timeout_s, cwd=data_dir)
+            times["version"].append(version)
     cells = {name: _seconds(values) for name, values in times.items()}
     added = cells["serve_initialize"]["median"] - cells["floor_initialize"]["median"]
     return {"runs": runs, "seconds": cells, "serve_over_floor_s": round(added, 4)}
