@@ -36,6 +36,15 @@ def test_a_server_that_never_answers_fails_within_the_timeout() -> None:
     assert time.perf_counter() - started < 15  # killed, not waited for
 
 
+def test_a_server_that_exits_or_cannot_start_is_reported() -> None:
+    with pytest.raises(BackendUnavailable, match="exited before answering"):
+        asyncio.run(startup.serve_start([sys.executable, "-c", "pass"], _env(), timeout_s=20.0))
+    with pytest.raises(BackendUnavailable, match="did not start"):
+        asyncio.run(startup.serve_start(["/nonexistent/orchestrator", "serve"], _env(), timeout_s=20.0))
+    with pytest.raises(BackendUnavailable, match="did not start"):
+        asyncio.run(startup.exit_time(["/nonexistent/orchestrator", "--version"], _env(), 20.0))
+
+
 def test_a_server_that_answers_with_an_error_is_not_timed() -> None:
     failing = [sys.executable, "-c", _ECHO.format(reply='{"jsonrpc": "2.0", "id": 1, "error": {}}')]
     with pytest.raises(BackendUnavailable, match="answered"):

@@ -93,14 +93,7 @@ async def serve_start(
     """Seconds from starting ``command`` (an MCP stdio server) to its answers to ``initialize`` and to
     ``tools/list``."""
     started = time.perf_counter()
-    process = await asyncio.create_subprocess_exec(
-        *command,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.DEVNULL,
-        env=env,
-        cwd=cwd,
-    )
+    process = await _started(command, env, cwd, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE)
     assert process.stdin is not None and process.stdout is not None
     try:
         async with asyncio.timeout(timeout_s):
@@ -114,12 +107,27 @@ async def serve_start(
             finished = time.perf_counter() - started
     except TimeoutError:
         raise BackendUnavailable(f"{command[0]} did not answer in {timeout_s:g} s", backend="mcp") from None
+    except OSError:  # its end of a pipe closed
+        initialized = listed = b""
     finally:
         await _stop(process)
     for answer in (initialized, listed):
+        if not answer:
+            raise BackendUnavailable(f"{command[0]} exited before answering", backend="mcp")
         if b'"result"' not in answer:
             raise BackendUnavailable(f"{command[0]} answered {answer[:200]!r}", backend="mcp")
     return answered, finished
+
+
+async def _started(
+    command: Sequence[str], env: dict[str, str], cwd: str | None, **pipes: Any
+) -> asyncio.subprocess.Process:
+    try:
+        return await asyncio.create_subprocess_exec(
+            *command, stderr=asyncio.subprocess.DEVNULL, env=env, cwd=cwd, **pipes
+        )
+    except OSError as exc:  # not found, not executable
+        raise BackendUnavailable(f"{command[0]} did not start: {exc}", backend="mcp") from None
 
 
 async def exit_time(
@@ -127,9 +135,7 @@ async def exit_time(
 ) -> float:
     """Seconds from starting ``command`` to its successful exit."""
     started = time.perf_counter()
-    process = await asyncio.create_subprocess_exec(
-        *command, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL, env=env, cwd=cwd
-    )
+    process = await _started(command, env, cwd, stdout=asyncio.subprocess.DEVNULL)
     try:
         code = await asyncio.wait_for(process.wait(), timeout_s)
     except TimeoutError:
