@@ -8,10 +8,12 @@ import json
 import subprocess
 import sys
 import textwrap
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 
+from memory_orchestrator import __version__
 from memory_orchestrator.entrypoints.mcp.pipes import READ_CHUNK, PipeLines
 
 ORCHESTRATOR = str(Path(sys.executable).parent / "orchestrator")
@@ -161,3 +163,6 @@ def test_serve_reads_a_file_on_stdin_through_the_sdks_files(tmp_path: Path) -> N
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     assert [answer["id"] for answer in answers] == [0]
     assert answers[0]["result"]["serverInfo"]["name"]
+    # the version the server reports is the package's, which is also what the installed metadata says
+    reported = answers[0]["result"]["serverInfo"]["version"]
+    assert reported == __version__ == version("mnemon-memory-orchestrator")

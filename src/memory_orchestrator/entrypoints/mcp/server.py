@@ -32,6 +32,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import ASGIApp
 
+from memory_orchestrator import __version__
 from memory_orchestrator.entrypoints.mcp import published
 from memory_orchestrator.entrypoints.mcp.auth import (
     LOCAL_CALLER,
@@ -305,7 +306,7 @@ def build_server(
     server: MCPServer[Any] = MCPServer(
         SERVER_NAME,
         instructions=INSTRUCTIONS,
-        version=_version(),
+        version=__version__,  # the package's own (its metadata would cost a scan of every distribution)
         tools=[_make_tool(spec) for spec in specs],
         lifespan=lifespan,
         log_level="WARNING",
@@ -392,12 +393,3 @@ async def serve_http(
         timeout_keep_alive=5,
     )
     await uvicorn.Server(config).serve(sockets=sockets)
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("mnemon-memory-orchestrator")
-    except PackageNotFoundError:
-        return "0"
