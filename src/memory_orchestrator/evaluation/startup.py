@@ -46,10 +46,11 @@ gc.unfreeze()
 gc.enable()
 app.run()
 """
-#: A protocol version every 2.x server accepts (as the bench's bare stdio client uses).
-_INITIALIZE = {
+#: The handshake the bench's stdio clients make (a protocol version every 2.x server accepts): these
+#: start-up timings and the bare stdio client (``transports.py``).
+INITIALIZE = {
     "jsonrpc": "2.0",
-    "id": 1,
+    "id": "init",
     "method": "initialize",
     "params": {
         "protocolVersion": "2025-06-18",
@@ -57,10 +58,14 @@ _INITIALIZE = {
         "clientInfo": {"name": "orchestrator-bench", "version": "1"},
     },
 }
-_LISTING = (
-    {"jsonrpc": "2.0", "method": "notifications/initialized"},
-    {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
-)
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+_LIST_TOOLS = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+
+
+def settings_free_environment() -> dict[str, str]:
+    """This process's environment without its ``ORCHESTRATOR_*`` settings, for a process the bench
+    starts with settings of its own."""
+    return {key: value for key, value in os.environ.items() if not key.startswith("ORCHESTRATOR_")}
 
 
 def orchestrator_command() -> str:
@@ -97,11 +102,11 @@ async def serve_start(
     assert process.stdin is not None and process.stdout is not None
     try:
         async with asyncio.timeout(timeout_s):
-            process.stdin.write(_lines(_INITIALIZE))
+            process.stdin.write(_lines(INITIALIZE))
             await process.stdin.drain()
             initialized = await process.stdout.readline()
             answered = time.perf_counter() - started
-            process.stdin.write(_lines(*_LISTING))
+            process.stdin.write(_lines(INITIALIZED, _LIST_TOOLS))
             await process.stdin.drain()
             listed = await process.stdout.readline()
             finished = time.perf_counter() - started
@@ -164,8 +169,7 @@ async def start_times(
     names = ("version", "serve_initialize", "serve_tools_list", "floor_initialize", "floor_tools_list")
     times: dict[str, list[float]] = {name: [] for name in names}
     with tempfile.TemporaryDirectory(prefix="orchestrator-start-") as data_dir:
-        env = {key: value for key, value in os.environ.items() if not key.startswith("ORCHESTRATOR_")}
-        env["ORCHESTRATOR_DATA_DIR"] = data_dir
+        env = {**settings_free_environment(), "ORCHESTRATOR_DATA_DIR": data_dir}
         for run in range(runs):
             servers = [("serve", [orchestrator, "serve"]), ("floor", floor_command)]
             for name, command in servers if run % 2 == 0 else servers[::-1]:

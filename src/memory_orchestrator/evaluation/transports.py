@@ -28,7 +28,12 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from memory_orchestrator.evaluation.interleave import Caller
-from memory_orchestrator.evaluation.startup import orchestrator_command
+from memory_orchestrator.evaluation.startup import (
+    INITIALIZE,
+    INITIALIZED,
+    orchestrator_command,
+    settings_free_environment,
+)
 from memory_orchestrator.ports import BackendUnavailable
 
 READY_TIMEOUT_S = 30.0
@@ -39,7 +44,7 @@ CALL_TIMEOUT_S = 30.0
 
 def server_environment(store_file: Path) -> dict[str, str]:
     """A server on exactly this SQLite file (traces beside it), nothing from the caller's settings."""
-    env = {key: value for key, value in os.environ.items() if not key.startswith("ORCHESTRATOR_")}
+    env = settings_free_environment()
     env["ORCHESTRATOR_DATA_DIR"] = str(store_file.parent)
     env["ORCHESTRATOR_BACKEND__NAME"] = "sqlite"
     env["ORCHESTRATOR_BACKEND__SQLITE__PATH"] = str(store_file)
@@ -67,19 +72,6 @@ async def sdk_stdio(store_file: Path) -> AsyncIterator[Caller]:
             yield _sdk_caller(client)
     finally:
         errlog.close()
-
-
-#: The handshake the bare stdio client makes (a version every 2.x server accepts).
-_INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": "init",
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "orchestrator-bench", "version": "1"},
-    },
-}
 
 
 def _search_call(position: int, arguments: dict[str, Any]) -> bytes:
@@ -134,8 +126,8 @@ async def bare_stdio(store_file: Path) -> AsyncIterator[Caller]:
 
     try:
         async with asyncio.timeout(READY_TIMEOUT_S):
-            await exchange(json.dumps(_INITIALIZE).encode(), b'"init"')
-        stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+            await exchange(json.dumps(INITIALIZE).encode(), b'"init"')
+        stdin.write(json.dumps(INITIALIZED).encode() + b"\n")
         yield call
     finally:
         if process.returncode is None:
