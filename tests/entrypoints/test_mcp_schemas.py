@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 
 import pytest
 
-from memory_orchestrator.entrypoints.mcp.published import output_schema
+from memory_orchestrator.entrypoints.mcp.published import (
+    STORED_INPUTS,
+    generated_input_schemas,
+    input_schemas,
+    output_schema,
+)
 from memory_orchestrator.entrypoints.mcp.schemas import (
     ContextInput,
     ExpandInput,
@@ -157,3 +163,19 @@ def test_each_published_output_schema_names_exactly_the_fields_of_its_generated_
         published = output_schema(spec.output_model)
         assert list(published["properties"]) == list(generated), spec.name
         assert all(value == {} for value in published["properties"].values())
+
+
+def test_the_stored_input_schemas_are_what_the_tool_models_generate() -> None:
+    stored = json.loads(STORED_INPUTS.read_text(encoding="utf-8"))
+    assert stored == generated_input_schemas(), (
+        "the tool input models changed: run `python -m memory_orchestrator.entrypoints.mcp.published`"
+    )
+
+
+def test_a_model_the_stored_schemas_do_not_hold_gets_its_schema_generated() -> None:
+    class ProbeInput(SearchInput):
+        """A model of no tool."""
+
+    [schema] = input_schemas([ProbeInput])
+    assert schema["properties"].keys() == SearchInput.model_json_schema()["properties"].keys()
+    assert "title" not in schema["properties"]["query"]

@@ -39,7 +39,7 @@ def test_the_package_carries_py_typed() -> None:
 
 
 @pytest.mark.slow
-def test_the_wheel_holds_py_typed_and_the_licence(tmp_path: Path) -> None:
+def test_the_wheel_holds_py_typed_the_stored_schemas_and_the_licence(tmp_path: Path) -> None:
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(ROOT)],
         check=True,
@@ -50,6 +50,7 @@ def test_the_wheel_holds_py_typed_and_the_licence(tmp_path: Path) -> None:
         names = archive.namelist()
         metadata = archive.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
     assert "memory_orchestrator/py.typed" in names
+    assert "memory_orchestrator/entrypoints/mcp/published_inputs.json" in names  # read by every serve
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert "License-Expression: Apache-2.0" in metadata
     assert "Classifier: Typing :: Typed" in metadata

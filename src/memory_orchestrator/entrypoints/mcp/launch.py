@@ -32,6 +32,7 @@ from memory_orchestrator.entrypoints.mcp.server import (
 )
 from memory_orchestrator.entrypoints.mcp.state import ServerOptions, StoreExists, StoreHandle, StoreOpener
 from memory_orchestrator.entrypoints.mcp.store_listing import store_listing
+from memory_orchestrator.entrypoints.mcp.tools import tool_specs
 from memory_orchestrator.entrypoints.telemetry.observed_traces import LostTraces, TraceObserver
 from memory_orchestrator.ports import OrchestratorError
 
@@ -51,13 +52,17 @@ WARM_UP_AFTER_S = 0.3
 
 def warm_up(settings: Settings) -> None:
     """Import what the first tool call needs (the pipeline, the configured built-in backend's module,
-    the trace store); a module already imported costs nothing."""
+    the trace store) and build the tools' input and output models; a module already imported or a
+    model already built costs nothing."""
     backend = f"memory_orchestrator.adapters.{settings.backend.name}"
     for name in (*FIRST_CALL_MODULES, f"{backend}.backend"):
         try:
             importlib.import_module(name)
         except ImportError:  # a plugin's backend, or a driver not installed: the call will say so
             continue
+    for spec in tool_specs():
+        spec.input_model.model_rebuild()
+        spec.output_model.model_rebuild()
 
 
 def token_registry(settings: Settings) -> TokenRegistry:

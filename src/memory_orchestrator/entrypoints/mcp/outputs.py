@@ -12,9 +12,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class Output(BaseModel):
-    """Base of every tool output: built from domain dicts, unknown keys ignored."""
+    """Base of every tool output: built from domain dicts, unknown keys ignored; each model is built
+    at its first use, as the inputs are (see ``schemas.StrictInput``)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
 
 class PathStepOutput(Output):

@@ -9,9 +9,20 @@ tokens per session (``tools/list`` went from ~9.5k to under 4k tokens).
 
 from __future__ import annotations
 
+import json
+import sys
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
+
+#: The published input schemas of the tool models, as :func:`input_schema` generates them, keyed by
+#: :func:`model_key`: generating them cost ~9 ms at every server start and built every input model
+#: (which are otherwise built at their first use). ``python -m
+#: memory_orchestrator.entrypoints.mcp.published`` writes the file again; a test fails when it is not
+#: what the models generate.
+STORED_INPUTS = Path(__file__).with_name("published_inputs.json")
 
 #: Generated or server-checked details a model does not need to call a tool well (the server still
 #: validates every argument and answers a one-line error naming the field).
@@ -53,9 +64,36 @@ def input_schema(model: type[BaseModel]) -> dict[str, Any]:
     return published
 
 
+def model_key(model: type[BaseModel]) -> str:
+    """The name a model's schema is stored under."""
+    return f"{model.__module__}:{model.__qualname__}"
+
+
+def input_schemas(models: Iterable[type[BaseModel]]) -> list[dict[str, Any]]:
+    """The published input schemas of ``models``: as stored in :data:`STORED_INPUTS`, or generated
+    for a model it does not hold (or when it cannot be read)."""
+    try:
+        stored: dict[str, dict[str, Any]] = json.loads(STORED_INPUTS.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        stored = {}
+    return [stored.get(model_key(model)) or input_schema(model) for model in models]
+
+
+def generated_input_schemas() -> dict[str, dict[str, Any]]:
+    """What :data:`STORED_INPUTS` should hold: the input schema of every tool's model."""
+    from memory_orchestrator.entrypoints.mcp.tools import tool_specs
+
+    return {model_key(spec.input_model): input_schema(spec.input_model) for spec in tool_specs()}
+
+
 def output_schema(model: type[BaseModel]) -> dict[str, Any]:
     """The published output schema of a tool: an object and the names of its fields."""
     # The field names straight from the model: generating its whole JSON schema only to read them
     # cost ~2-4 ms per tool at every server start.
     names = (field.alias or name for name, field in model.model_fields.items())
     return {"type": "object", "properties": {name: {} for name in names}}
+
+
+if __name__ == "__main__":  # python -m memory_orchestrator.entrypoints.mcp.published
+    STORED_INPUTS.write_text(json.dumps(generated_input_schemas(), indent=1) + "\n", encoding="utf-8")
+    sys.stdout.write(f"wrote {STORED_INPUTS}\n")

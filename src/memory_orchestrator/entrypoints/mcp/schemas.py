@@ -69,9 +69,14 @@ IntentName = Literal["WHY", "WHEN", "ENTITY", "GENERAL"]
 
 
 class StrictInput(BaseModel):
-    """Base of every tool input: unknown fields are an error, strings are stripped."""
+    """Base of every tool input: unknown fields are an error, strings are stripped.
 
-    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True)
+    Each model is built at its first use (``defer_build``): the server lists the stored schemas
+    (``published.STORED_INPUTS``) and answers its first messages without building them, and
+    ``launch.warm_up`` builds them soon after.
+    """
+
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=True, defer_build=True)
 
 
 class TimeRangeInput(StrictInput):

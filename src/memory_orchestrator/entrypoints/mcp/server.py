@@ -172,7 +172,7 @@ def storage_condition(message: str) -> str | None:
 _CREATES_STORE = frozenset({"memory_write", "memory_session_summary"})
 
 
-def _make_tool(spec: ToolSpec) -> Tool:
+def _make_tool(spec: ToolSpec, parameters: dict[str, Any]) -> Tool:
     async def run(arguments: dict[str, Any], ctx: Context) -> CallToolResult:
         state = cast(ServerState, ctx.request_context.lifespan_context)
         started = time.perf_counter()
@@ -222,7 +222,7 @@ def _make_tool(spec: ToolSpec) -> Tool:
         name=spec.name,
         title=spec.title,
         description=spec.description,
-        parameters=published.input_schema(spec.input_model),
+        parameters=parameters,
         fn_metadata=FuncMetadata(
             arg_model=_RawArguments,
             # The schema is published; no output model, so the SDK does not validate each result
@@ -307,7 +307,12 @@ def build_server(
         SERVER_NAME,
         instructions=INSTRUCTIONS,
         version=__version__,  # the package's own (its metadata would cost a scan of every distribution)
-        tools=[_make_tool(spec) for spec in specs],
+        tools=[
+            _make_tool(spec, parameters)
+            for spec, parameters in zip(
+                specs, published.input_schemas(spec.input_model for spec in specs), strict=True
+            )
+        ],
         lifespan=lifespan,
         log_level="WARNING",
     )
