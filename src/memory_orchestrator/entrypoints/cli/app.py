@@ -21,7 +21,7 @@ from typer._click.exceptions import ClickException, NoArgsIsHelpError, UsageErro
 
 from memory_orchestrator import __version__
 from memory_orchestrator.entrypoints.cli.console import end_of_startup
-from memory_orchestrator.entrypoints.cli.state import CliState
+from memory_orchestrator.entrypoints.cli.invocation import CliState
 from memory_orchestrator.ports.validation import lone_surrogate
 
 

@@ -1,7 +1,8 @@
 """The ``orchestrator`` console script.
 
 ``--version`` is answered before the CLI is imported: the commands pull in the MCP SDK, pydantic and the
-evaluation stack (about a second of imports), which a version check does not need.
+evaluation stack (about a second of imports), which a version check does not need; and the usual
+``serve`` command lines are read without the CLI framework (see ``serving``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,12 @@ def main() -> None:
         return
     gc.disable()  # until the start-up is over: see end_of_startup
     try:
+        if "serve" in sys.argv[1:]:  # started by an MCP client, which waits: without the CLI framework
+            from memory_orchestrator.entrypoints.cli.serving import serve, serve_call
+
+            call = serve_call(sys.argv[1:])
+            if call is not None:
+                sys.exit(serve(call, started=end_of_startup))
         from memory_orchestrator.entrypoints.cli.app import main as run_cli
 
         run_cli()

@@ -15,10 +15,10 @@ from rich.text import Text
 
 from memory_orchestrator.domain.requests import Budget, ContextRequest, SearchRequest
 from memory_orchestrator.entrypoints.cli import output as out
+from memory_orchestrator.entrypoints.cli.invocation import apply_store
 from memory_orchestrator.entrypoints.cli.pipeline import show_search, show_warnings
 from memory_orchestrator.entrypoints.cli.state import (
     JsonOption,
-    apply_store,
     print_json,
     run,
     settings_of,

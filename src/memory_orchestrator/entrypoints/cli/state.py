@@ -6,15 +6,13 @@ import asyncio
 import json
 import sys
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
 
-from memory_orchestrator.entrypoints.config.settings import Settings, load_settings
-from memory_orchestrator.entrypoints.telemetry.log_lines import configure_logging
+from memory_orchestrator.entrypoints.cli.invocation import CliState, settings_for
+from memory_orchestrator.entrypoints.config.settings import Settings
 from memory_orchestrator.ports import (
     AccessDenied,
     BackendError,
@@ -43,16 +41,6 @@ EXIT_CODES: tuple[tuple[type[OrchestratorError], int], ...] = (
 JsonOption = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of tables.")]
 
 
-@dataclass(slots=True)
-class CliState:
-    """Global options given before the command (``orchestrator --backend memory recall ...``)."""
-
-    config: Path | None = None
-    backend: str | None = None
-    store: str | None = None
-    log_level: str | None = None
-
-
 def state_of(ctx: typer.Context) -> CliState:
     """The global options of this invocation."""
     state = ctx.find_root().obj
@@ -61,33 +49,7 @@ def state_of(ctx: typer.Context) -> CliState:
 
 def settings_of(ctx: typer.Context) -> Settings:
     """Settings from the file and environment, with the global ``--backend`` / ``--store`` applied."""
-    state = state_of(ctx)
-    settings = load_settings(state.config)
-    if state.backend:
-        if not state.backend.strip():
-            raise InvalidRequest("--backend must name a backend (see `orchestrator plugins`)")
-        settings.backend.name = state.backend
-    if state.store:
-        apply_store(settings, state.store)
-    if state.log_level:
-        settings.log.level = state.log_level  # type: ignore[assignment]
-    # Warnings only unless asked: a command's own output is on stdout, its log lines on stderr.
-    configure_logging(settings.log.level or "warning")
-    return settings
-
-
-def apply_store(settings: Settings, store: str) -> None:
-    """Point the configured backend at another store (namespace)."""
-    section = getattr(settings.backend, settings.backend.name, None)
-    if hasattr(section, "store"):
-        try:
-            section.store = store  # type: ignore[union-attr]
-        except ValueError as exc:  # pydantic's ValidationError is a ValueError
-            raise InvalidRequest(f"--store {store!r}: {exc.errors()[0]['msg']}") from exc  # type: ignore[attr-defined]
-    elif settings.backend.name == "memory":
-        settings.backend.memory["store"] = store
-    else:
-        settings.backend.extra.setdefault(settings.backend.name, {})["store"] = store
+    return settings_for(state_of(ctx))
 
 
 def exit_code_for(exc: OrchestratorError) -> int:

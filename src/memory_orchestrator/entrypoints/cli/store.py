@@ -10,6 +10,7 @@ from rich.text import Text
 
 from memory_orchestrator.domain.results import edge_to_dict, record_to_dict
 from memory_orchestrator.entrypoints.cli import output as out
+from memory_orchestrator.entrypoints.cli.invocation import apply_store
 from memory_orchestrator.entrypoints.cli.progress import TerminalProgress
 from memory_orchestrator.entrypoints.cli.state import (
     CategoryOption,
@@ -19,7 +20,6 @@ from memory_orchestrator.entrypoints.cli.state import (
     SinceOption,
     SourceOption,
     UntilOption,
-    apply_store,
     build_filters,
     guarded,
     parse_time_option,
