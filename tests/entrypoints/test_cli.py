@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -15,6 +14,7 @@ import typer.main
 from cli_harness import invoke, invoke_json, runner
 from memory_orchestrator.entrypoints.cli import app as cli
 from memory_orchestrator.entrypoints.cli.app import COMMANDS, app, build_app, command_named
+from memory_orchestrator.evaluation.startup import settings_free_environment
 from memory_orchestrator.examples import example_path
 
 pytestmark = pytest.mark.usefixtures("isolated")
@@ -149,7 +149,7 @@ def test_import_of_a_missing_dataset_is_an_error(tmp_path: Path) -> None:
 
 
 def test_real_subprocess_as_a_user_types_it(tmp_path: Path) -> None:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("ORCHESTRATOR_")}
+    env = settings_free_environment()
     env["ORCHESTRATOR_DATA_DIR"] = str(tmp_path / "subprocess-data")
     script = Path(sys.executable).parent / "orchestrator"
     assert script.is_file(), "the console script is installed with the package"

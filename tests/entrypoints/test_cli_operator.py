@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,13 +11,14 @@ import pytest
 
 from cli_harness import invoke, invoke_json, runner
 from memory_orchestrator.entrypoints.cli.app import app
+from memory_orchestrator.evaluation.startup import settings_free_environment
 
 pytestmark = pytest.mark.usefixtures("isolated")
 ORCHESTRATOR = str(Path(sys.executable).parent / "orchestrator")
 
 
 def test_import_into_a_named_store_says_that_store_and_shows_progress(isolated: Path) -> None:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("ORCHESTRATOR_")}
+    env = settings_free_environment()
     env["ORCHESTRATOR_DATA_DIR"] = str(isolated / "data")
     done = subprocess.run(
         [ORCHESTRATOR, "--store", "team-a", "import", "--example", "atlas"],

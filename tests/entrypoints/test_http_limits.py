@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import socket
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from memory_orchestrator.entrypoints.mcp.http_limits import (
     header_timeout_protocol,
     json_depth,
 )
+from memory_orchestrator.evaluation.startup import settings_free_environment
 from services.processes import free_port
 
 ORCHESTRATOR = str(Path(sys.executable).parent / "orchestrator")
@@ -67,7 +67,7 @@ async def test_oversized_deep_and_streaming_requests_are_refused_before_the_app(
 def test_a_client_sending_headers_forever_is_disconnected(tmp_path: Path) -> None:
     config = tmp_path / "orchestrator.toml"
     config.write_text("[http]\nheader_timeout_s = 1.0\n")
-    env = {key: value for key, value in os.environ.items() if not key.startswith("ORCHESTRATOR_")}
+    env = settings_free_environment()
     env.update(ORCHESTRATOR_DATA_DIR=str(tmp_path / "data"), ORCHESTRATOR_CONFIG=str(config))
     port = free_port()
     server = subprocess.Popen(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -22,6 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from memory_orchestrator.entrypoints.mcp.auth import hash_token
+from memory_orchestrator.evaluation.startup import settings_free_environment
 from services.processes import free_port, stop
 
 pytestmark = pytest.mark.slow
@@ -31,7 +31,7 @@ READY_TIMEOUT_S = 30.0
 
 
 def _environment(data_dir: Path, config: Path | None = None) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("ORCHESTRATOR_")}
+    env = settings_free_environment()
     env["ORCHESTRATOR_DATA_DIR"] = str(data_dir)
     env["ORCHESTRATOR_BACKEND__NAME"] = "sqlite"
     if config is not None:

@@ -4,7 +4,6 @@ JSON log lines of the calls, and `orchestrator stats` on the store the server wr
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -19,6 +18,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from memory_orchestrator.entrypoints.mcp.auth import hash_token
+from memory_orchestrator.evaluation.startup import settings_free_environment
 from services.processes import free_port, stop
 
 pytestmark = pytest.mark.slow
@@ -28,7 +28,7 @@ HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "app
 
 
 def _environment(data_dir: Path, **extra: str) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("ORCHESTRATOR_")}
+    env = settings_free_environment()
     env.update(ORCHESTRATOR_DATA_DIR=str(data_dir), ORCHESTRATOR_BACKEND__NAME="sqlite", **extra)
     return env
 

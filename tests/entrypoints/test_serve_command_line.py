@@ -5,7 +5,6 @@ no CLI framework."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +21,7 @@ from memory_orchestrator.entrypoints.cli.serving import (
     ServeCall,
     serve_call,
 )
-from memory_orchestrator.evaluation.startup import INITIALIZE, orchestrator_command
+from memory_orchestrator.evaluation.startup import INITIALIZE, orchestrator_command, settings_free_environment
 
 
 @pytest.mark.parametrize(
@@ -96,7 +95,7 @@ def test_the_reader_knows_exactly_the_options_of_the_cli() -> None:
 
 
 def test_a_served_session_imports_no_cli_framework(tmp_path: Path) -> None:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("ORCHESTRATOR_")}
+    env = settings_free_environment()
     env["ORCHESTRATOR_DATA_DIR"] = str(tmp_path)
     done = subprocess.run(
         [sys.executable, "-X", "importtime", orchestrator_command(), "serve"],

@@ -5,7 +5,6 @@ turned back on after, and the interpreter's switch interval it sets (``[server] 
 from __future__ import annotations
 
 import gc
-import os
 import subprocess
 import sys
 import textwrap
@@ -16,10 +15,11 @@ import pytest
 from memory_orchestrator.entrypoints.cli import app as cli
 from memory_orchestrator.entrypoints.cli.console import end_of_startup
 from memory_orchestrator.entrypoints.config.settings import Settings
+from memory_orchestrator.evaluation.startup import settings_free_environment
 
 
 def _python(code: str, data_dir: Path) -> subprocess.CompletedProcess[str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("ORCHESTRATOR_")}
+    env = settings_free_environment()
     env["ORCHESTRATOR_DATA_DIR"] = str(data_dir)
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],

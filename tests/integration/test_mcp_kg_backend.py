@@ -16,6 +16,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from memory_orchestrator.adapters.mcp_kg import ServerCommand, create_backend
 from memory_orchestrator.adapters.mcp_kg.graph import Entity, KnowledgeGraph, Relation, memory_id
+from memory_orchestrator.evaluation.startup import settings_free_environment
 from memory_orchestrator.ports import BackendUnavailable, ChangeKind, Edge, EdgeType, NewMemory, RecallQuery
 from services.mcp_kg.fixture import server_pids
 
@@ -118,7 +119,7 @@ async def test_our_mcp_server_answers_context_and_why_over_a_seeded_graph(
     kg_server: ServerCommand, tmp_path: Path
 ) -> None:
     memory_file = tmp_path / "graph.jsonl"
-    env = {key: value for key, value in os.environ.items() if not key.startswith("ORCHESTRATOR_")}
+    env = settings_free_environment()
     env.update(
         {
             "ORCHESTRATOR_DATA_DIR": str(tmp_path / "orchestrator"),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import time
@@ -18,6 +17,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from memory_orchestrator.adapters.mnemon import create_backend
+from memory_orchestrator.evaluation.startup import settings_free_environment
 from memory_orchestrator.ports import Edge, EdgeType, NewMemory
 from services.mnemon.fixture import mnemon_options
 
@@ -28,7 +28,7 @@ T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 
 def _server_env(mnemon_env: dict[str, str], data_dir: Path, **extra: str) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("ORCHESTRATOR_")}
+    env = settings_free_environment()
     env.update(mnemon_env)
     env.update(
         {

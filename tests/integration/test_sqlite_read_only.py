@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from memory_orchestrator.adapters.sqlite.backend import SqliteBackend
+from memory_orchestrator.evaluation.startup import settings_free_environment
 from memory_orchestrator.ports import BackendRejected, NewMemory
 
 ORCHESTRATOR = str(Path(sys.executable).parent / "orchestrator")
@@ -60,7 +61,7 @@ def read_only_folder(tmp_path: Path) -> Iterator[Path]:
 
 
 def run(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("ORCHESTRATOR_")}
+    env = settings_free_environment()
     env.update(ORCHESTRATOR_DATA_DIR=str(folder), ORCHESTRATOR_BACKEND__NAME="sqlite")
     return subprocess.run(
         [ORCHESTRATOR, *args], env=env, capture_output=True, text=True, timeout=60, check=False

@@ -7,7 +7,6 @@ from __future__ import annotations
 import ast
 import importlib.util
 import json
-import os
 import re
 import subprocess
 import sys
@@ -15,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from memory_orchestrator.evaluation.startup import settings_free_environment
 
 SAMPLE = Path(__file__).parent / "sample_plugin"
 ORCHESTRATOR = Path(sys.executable).parent / "orchestrator"
@@ -43,7 +44,7 @@ def plugin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run(plugin_dir: Path | None, cwd: Path, *args: str, extra_env: dict[str, str] | None = None) -> Any:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("ORCHESTRATOR_")}
+    env = settings_free_environment()
     env.pop("PYTHONPATH", None)
     if plugin_dir is not None:
         env["PYTHONPATH"] = str(plugin_dir)
