@@ -8,23 +8,12 @@ Where the file comes from, first match wins: ``--config PATH``, ``$ORCHESTRATOR_
 from __future__ import annotations
 
 import hashlib
-import json
 import os
-from contextvars import ContextVar
+import tomllib
 from pathlib import Path
 from typing import Any
 
-from pydantic import (
-    Field,
-    ValidationError,
-    field_validator,
-)
-from pydantic_settings import (
-    BaseSettings,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-    TomlConfigSettingsSource,
-)
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from memory_orchestrator.adapters.sqlite import default_data_dir
 from memory_orchestrator.domain.config import (
@@ -34,6 +23,7 @@ from memory_orchestrator.domain.config import (
     PipelineConfig,
     RankingWeights,
 )
+from memory_orchestrator.entrypoints.config.environment import environment_values, merged
 from memory_orchestrator.entrypoints.config.sections import (
     AuthSection,
     AuthToken,
@@ -90,7 +80,6 @@ DEFAULT_CONFIG_NAME = "orchestrator.toml"
 _PIPELINE = PipelineConfig()
 _EXPANSION = ExpansionLimits()
 _WEIGHTS = RankingWeights()
-_config_file: ContextVar[Path | None] = ContextVar("orchestrator_config_file", default=None)
 
 
 class WeightsSection(Section):
@@ -169,15 +158,10 @@ class PipelineSection(Section):
         return merged
 
 
-class Settings(BaseSettings):
-    """The effective configuration of one process."""
+class Settings(BaseModel):
+    """The effective configuration of one process (:func:`load_settings` reads it)."""
 
-    model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX,
-        env_nested_delimiter="__",
-        extra="forbid",
-        validate_assignment=True,
-    )
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, validate_default=True)
 
     data_dir: Path = Field(default_factory=default_data_dir)
     default_store: StoreName = "default"
@@ -204,21 +188,6 @@ class Settings(BaseSettings):
         if isinstance(value, str) and not value.strip():
             raise ValueError("must name a folder (it is empty)")
         return value
-
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """Explicit values, then the environment, then the TOML file chosen by :func:`load_settings`."""
-        path = _config_file.get()
-        if path is None:
-            return (init_settings, env_settings)
-        return (init_settings, env_settings, TomlConfigSettingsSource(settings_cls, toml_file=path))
 
     def backend_options(self, name: str | None = None) -> dict[str, Any]:
         """The options mapping handed to the factory of backend ``name`` (default: the configured one)."""
@@ -314,22 +283,22 @@ def find_config_file(explicit: Path | str | None = None) -> Path | None:
 
 
 def load_settings(config: Path | str | None = None, **overrides: Any) -> Settings:
-    """Read and validate the configuration; every problem becomes one ``InvalidRequest``."""
+    """Read and validate the configuration; every problem becomes one ``InvalidRequest``.
+
+    Values, the first found wins: ``overrides``, the ``ORCHESTRATOR_*`` environment, the file, the
+    defaults (tables merged key by key).
+    """
     path = find_config_file(config)
     _check_environment()
-    token = _config_file.set(path)
+    environment = environment_values(Settings, ENV_PREFIX, os.environ, ignore={CONFIG_ENV})
     try:
-        settings = Settings(**overrides)
+        file_values = tomllib.loads(path.read_text(encoding="utf-8")) if path else {}
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise InvalidRequest(f"cannot read configuration {path}: {exc}") from exc
+    try:
+        settings = Settings(**merged(file_values, environment, overrides))
     except ValidationError as exc:
         raise InvalidRequest(_describe(exc, path)) from exc
-    except (OSError, ValueError) as exc:
-        bad = _unreadable_variables()
-        if bad:
-            raise InvalidRequest(f"environment variable {', '.join(bad)} is not valid JSON") from exc
-        # A malformed TOML file surfaces as TOMLDecodeError (a ValueError) while reading sources.
-        raise InvalidRequest(f"cannot read configuration {path}: {exc}") from exc
-    finally:
-        _config_file.reset(token)
     settings.config_file = path
     return settings
 
@@ -353,18 +322,6 @@ def _check_environment() -> None:
             f"unknown setting in environment variable {', '.join(sorted(unknown))} "
             f"(settings: {', '.join(sorted(name.lower() for name in known))})"
         )
-
-
-def _unreadable_variables() -> list[str]:
-    """Variables holding a JSON object or list that does not parse."""
-    bad = []
-    for name, value in sorted(_our_variables().items()):
-        if value.lstrip().startswith(("{", "[")):
-            try:
-                json.loads(value)
-            except ValueError:
-                bad.append(name)
-    return bad
 
 
 def _describe(exc: ValidationError, path: Path | None) -> str:
