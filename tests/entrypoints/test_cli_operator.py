@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from cli_harness import invoke, invoke_json, runner
 from memory_orchestrator.entrypoints.cli.app import app
-from memory_orchestrator.evaluation.startup import settings_free_environment
+from memory_orchestrator.evaluation.startup import orchestrator_command, settings_free_environment
 
 pytestmark = pytest.mark.usefixtures("isolated")
-ORCHESTRATOR = str(Path(sys.executable).parent / "orchestrator")
+ORCHESTRATOR = orchestrator_command()
 
 
 def test_import_into_a_named_store_says_that_store_and_shows_progress(isolated: Path) -> None:

@@ -6,7 +6,6 @@ import asyncio
 import json
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -27,10 +26,10 @@ from memory_orchestrator.entrypoints.mcp.http_limits import (
     header_timeout_protocol,
     json_depth,
 )
-from memory_orchestrator.evaluation.startup import settings_free_environment
+from memory_orchestrator.evaluation.startup import orchestrator_command, settings_free_environment
 from services.processes import free_port
 
-ORCHESTRATOR = str(Path(sys.executable).parent / "orchestrator")
+ORCHESTRATOR = orchestrator_command()
 
 
 async def _echo(request: Request) -> JSONResponse:

@@ -15,8 +15,9 @@ import pytest
 
 from memory_orchestrator import __version__
 from memory_orchestrator.entrypoints.mcp.pipes import READ_CHUNK, PipeLines
+from memory_orchestrator.evaluation.startup import INITIALIZE, INITIALIZED, orchestrator_command
 
-ORCHESTRATOR = str(Path(sys.executable).parent / "orchestrator")
+ORCHESTRATOR = orchestrator_command()
 
 
 async def _lines(*chunks: bytes) -> list[str]:
@@ -94,22 +95,10 @@ def test_a_file_on_stdin_is_not_taken(tmp_path: Path) -> None:
     assert done.stdout.decode() == "None\n"
 
 
-_INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 0,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "1"},
-    },
-}
-
-
 _CALL = {"jsonrpc": "2.0", "method": "tools/call"}
 _WRITE = {**_CALL, "id": 1, "params": {"name": "memory_write", "arguments": {"content": "Pipes carry it"}}}
 _SEARCH = {**_CALL, "id": 2, "params": {"name": "memory_search", "arguments": {"query": "pipes carry"}}}
-_OPENING = [_INITIALIZE, {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+_OPENING = [INITIALIZE, INITIALIZED]
 
 
 def _line(message: dict[str, object]) -> bytes:
@@ -146,7 +135,7 @@ def test_serve_answers_over_pipes_one_call_after_the_other(tmp_path: Path) -> No
     finally:
         if process.poll() is None:
             process.kill()
-    assert [answer["id"] for answer in answers] == [0, 1, 2]
+    assert [answer["id"] for answer in answers] == [INITIALIZE["id"], 1, 2]
     written, found = (answer["result"]["structuredContent"] for answer in answers[1:])
     assert [item["memory_id"] for item in found["items"]] == [written["id"]]
 
@@ -161,7 +150,7 @@ def test_serve_reads_a_file_on_stdin_through_the_sdks_files(tmp_path: Path) -> N
         )
     assert done.returncode == 0, done.stderr.decode()[-2000:]
     answers = [json.loads(line) for line in done.stdout.splitlines()]
-    assert [answer["id"] for answer in answers] == [0]
+    assert [answer["id"] for answer in answers] == [INITIALIZE["id"]]
     assert answers[0]["result"]["serverInfo"]["name"]
     # the version the server reports is the package's, which is also what the installed metadata says
     reported = answers[0]["result"]["serverInfo"]["version"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -21,12 +20,12 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from memory_orchestrator.entrypoints.mcp.auth import hash_token
-from memory_orchestrator.evaluation.startup import settings_free_environment
+from memory_orchestrator.evaluation.startup import orchestrator_command, settings_free_environment
 from services.processes import free_port, stop
 
 pytestmark = pytest.mark.slow
 
-ORCHESTRATOR = str(Path(sys.executable).parent / "orchestrator")
+ORCHESTRATOR = orchestrator_command()
 READY_TIMEOUT_S = 30.0
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -18,12 +17,12 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from memory_orchestrator.entrypoints.mcp.auth import hash_token
-from memory_orchestrator.evaluation.startup import settings_free_environment
+from memory_orchestrator.evaluation.startup import orchestrator_command, settings_free_environment
 from services.processes import free_port, stop
 
 pytestmark = pytest.mark.slow
 
-ORCHESTRATOR = str(Path(sys.executable).parent / "orchestrator")
+ORCHESTRATOR = orchestrator_command()
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 
 

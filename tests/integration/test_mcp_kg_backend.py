@@ -6,7 +6,6 @@ import asyncio
 import json
 import os
 import signal
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -16,13 +15,13 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from memory_orchestrator.adapters.mcp_kg import ServerCommand, create_backend
 from memory_orchestrator.adapters.mcp_kg.graph import Entity, KnowledgeGraph, Relation, memory_id
-from memory_orchestrator.evaluation.startup import settings_free_environment
+from memory_orchestrator.evaluation.startup import orchestrator_command, settings_free_environment
 from memory_orchestrator.ports import BackendUnavailable, ChangeKind, Edge, EdgeType, NewMemory, RecallQuery
 from services.mcp_kg.fixture import server_pids
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration]
 
-ORCHESTRATOR = str(Path(sys.executable).parent / "orchestrator")
+ORCHESTRATOR = orchestrator_command()
 INVOICE = ("Stratus invoice", "Stratus Hosting billed the egress traffic twice in March")
 DECISION = ("Leave Stratus", "Decided to move Atlas hosting off Stratus Hosting to our own cluster")
 OUTCOME = ("Atlas cluster", "Atlas now runs on the internal Kubernetes cluster")

@@ -17,13 +17,13 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from memory_orchestrator.adapters.mnemon import create_backend
-from memory_orchestrator.evaluation.startup import settings_free_environment
+from memory_orchestrator.evaluation.startup import orchestrator_command, settings_free_environment
 from memory_orchestrator.ports import Edge, EdgeType, NewMemory
 from services.mnemon.fixture import mnemon_options
 
 pytestmark = [pytest.mark.anyio, pytest.mark.integration, pytest.mark.slow]
 
-ORCHESTRATOR = str(Path(sys.executable).parent / "orchestrator")
+ORCHESTRATOR = orchestrator_command()
 T0 = datetime(2026, 3, 2, 9, 0, tzinfo=UTC)
 
 

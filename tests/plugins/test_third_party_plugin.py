@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from memory_orchestrator.evaluation.startup import settings_free_environment
+from memory_orchestrator.evaluation.startup import orchestrator_command, settings_free_environment
 
 SAMPLE = Path(__file__).parent / "sample_plugin"
-ORCHESTRATOR = Path(sys.executable).parent / "orchestrator"
+ORCHESTRATOR = orchestrator_command()
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +52,7 @@ def run(plugin_dir: Path | None, cwd: Path, *args: str, extra_env: dict[str, str
     env["ORCHESTRATOR_BACKEND__EXTRA__NOTEBOOK__PATH"] = str(cwd / "notebook.json")
     env.update(extra_env or {})
     return subprocess.run(
-        [str(ORCHESTRATOR), *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=120, check=False
+        [ORCHESTRATOR, *args], capture_output=True, text=True, env=env, cwd=cwd, timeout=120, check=False
     )
 
 
