@@ -20,8 +20,14 @@ from memory_orchestrator.ports import OrchestratorError
 from memory_orchestrator.ports.validation import lone_surrogate
 
 #: The global options that take a value, by the ``CliState`` field they set.
-GLOBAL_OPTIONS = {"--config": "config", "-c": "config", "--backend": "backend", "-b": "backend"}
-GLOBAL_OPTIONS |= {"--store": "store", "--log-level": "log_level"}
+GLOBAL_OPTIONS = {
+    "--config": "config",
+    "-c": "config",
+    "--backend": "backend",
+    "-b": "backend",
+    "--store": "store",
+    "--log-level": "log_level",
+}
 #: ``serve``'s own options: the one flag, and those that take a value.
 SERVE_FLAGS = frozenset({"--http"})
 SERVE_OPTIONS = frozenset({"--host", "--port"})

@@ -27,7 +27,7 @@ from memory_orchestrator.ports import InvalidRequest
 DELIMITER = "__"
 #: A path that leads nowhere the model knows (its value is kept as text; validation names it).
 _UNKNOWN = object()
-_COMPLEX = (BaseModel, Mapping, Sequence, Set, tuple, frozenset)
+_COMPLEX = (BaseModel, Mapping, Sequence, Set)  # tuple is a Sequence, set and frozenset are Sets
 
 
 def environment_values(
